@@ -68,7 +68,7 @@ def validate() -> None:
     for name in task_names():
         try:
             task = load_task(name)
-            task.definition
+            _ = task.definition
             if len(task.workloads) == 0:
                 problems.append(f"{task.path}: workloads: expected at least one workload, got none")
             for w in task.workloads:
