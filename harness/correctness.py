@@ -93,26 +93,27 @@ def compute_error_stats(
             False, 0.0, 0.0, has_nan=has_nan, has_inf=not has_nan, matched_ratio=0.0, reason="non-finite"
         )
 
-    # 2. an all-zero output against a non-zero reference fails
-    ref_norm = float(torch.linalg.vector_norm(ref[torch.isfinite(ref)])) if ref.numel() else 0.0
-    out_norm = float(torch.linalg.vector_norm(out[torch.isfinite(out)])) if out.numel() else 0.0
+    # 2. an all-zero output against a non-zero reference fails. The norms cover the whole tensors, as
+    # officially: matching -inf positions (allowed) make both norms inf, so the check does not fire then.
+    ref_norm = float(torch.linalg.vector_norm(ref)) if ref.numel() else 0.0
+    out_norm = float(torch.linalg.vector_norm(out)) if out.numel() else 0.0
     if ref_norm > 0 and out_norm == 0:
         return ErrorStats(False, ref_norm, ref_norm, matched_ratio=0.0, reason="all-zero")
 
-    # 3. drop matching -inf positions when allowed
-    if tolerance.allow_negative_inf:
-        keep = ~both_neg_inf
-        out, ref = out[keep], ref[keep]
-    if out.numel() == 0:
+    # 3. drop matching -inf positions when allowed (masked, not compacted, so reported indices stay real)
+    keep = ~both_neg_inf if tolerance.allow_negative_inf else torch.ones_like(out, dtype=torch.bool)
+    n_kept = int(keep.sum())
+    if n_kept == 0:
         return ErrorStats(True, 0.0, 0.0)
 
-    abs_err = (out - ref).abs()
-    allowed = atol + rtol * ref.abs()
-    failed = (abs_err > allowed) | ~torch.isfinite(abs_err)
+    zero = torch.zeros((), dtype=torch.float32, device=out.device)
+    abs_err = torch.where(keep, out - ref, zero).abs()
+    allowed = atol + rtol * torch.where(keep, ref, zero).abs()
+    failed = ((abs_err > allowed) | ~torch.isfinite(abs_err)) & keep
     n_failed = int(failed.sum())
-    matched = min(1.0, max(0.0, 1.0 - n_failed / out.numel()))
-    max_abs = float(abs_err.max())
-    max_rel = float((abs_err / ref.abs().clamp_min(atol)).max())
+    matched = min(1.0, max(0.0, 1.0 - n_failed / n_kept))
+    max_abs = float(abs_err[keep].max())
+    max_rel = float((abs_err / torch.where(keep, ref, zero).abs().clamp_min(atol))[keep].max())
     reason = ""
     if matched < tolerance.required_matched_ratio:
         reason = "ratio"
