@@ -116,7 +116,15 @@ def _check_device(device: str) -> None:
     "--smoke", is_flag=True, help="Shrink every var axis to min(v, 16) so a CPU check takes seconds."
 )
 @click.option("--json", "as_json", is_flag=True, help="One official-layout trace per workload on stdout.")
-def check(task_name, solutions, device, workload_prefixes, rounds, smoke, as_json) -> None:
+@click.option(
+    "--inputs",
+    "input_kind",
+    type=click.Choice(["generated", "stored"]),
+    default="generated",
+    show_default=True,
+    help="stored: every round uses workloads/<task>/<uuid>.safetensors (see `solbench workloads`).",
+)
+def check(task_name, solutions, device, workload_prefixes, rounds, smoke, as_json, input_kind) -> None:
     """Run the official correctness procedure for TASK (no timing) and print a table."""
     import torch
 
@@ -130,6 +138,13 @@ def check(task_name, solutions, device, workload_prefixes, rounds, smoke, as_jso
 
     task = load_task(task_name)
     workloads = _select_workloads(task, workload_prefixes)
+    input_source = None
+    if input_kind == "stored":
+        if smoke:
+            raise HarnessError("--inputs stored: the stored tensors are full size; drop --smoke")
+        from harness.workloads import stored_input_source
+
+        input_source = stored_input_source(task)
     all_passed = True
     for folder in _solution_dirs(task.name, solutions):
         loaded = load_solution(folder)
@@ -143,6 +158,7 @@ def check(task_name, solutions, device, workload_prefixes, rounds, smoke, as_jso
             rounds=rounds,
             smoke=smoke,
             on_result=(lambda t: click.echo(t.to_json_line())) if as_json else None,
+            input_source=input_source,
         )
         _print_check_table(task.name, loaded.name, traces, smoke)
         all_passed &= all(t.evaluation.status.value == "PASSED" for t in traces)
@@ -179,6 +195,390 @@ def _print_check_table(task_name: str, solution: str, traces, smoke: bool) -> No
                 f"[red]{t.workload.uuid[:8]}[/red] {t.evaluation.log.splitlines()[0]}", highlight=False
             )
     console.print(f"{passed}/{len(traces)} workloads passed")
+
+
+@main.command()
+@click.argument("task_name", metavar="TASK")
+@click.option(
+    "--gpu", default=None, help="H200, H100, B200 or a GPU of --peaks (default: this GPU, else H200)."
+)
+@click.option(
+    "--convention",
+    type=click.Choice(["leaderboard", "fp32-io"]),
+    default="leaderboard",
+    show_default=True,
+    help="leaderboard: SOLAR's model (BF16 rate, 2-byte elements, +0.4 us); fp32-io: TF32 rate, fp32 bytes.",
+)
+@click.option(
+    "--peaks", "peaks_file", type=click.Path(dir_okay=False), help="YAML file overriding GPU peaks."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON document on stdout.")
+def sol(task_name, gpu, convention, peaks_file, as_json) -> None:
+    """Print TASK's speed of light per workload and its geomean (computed, nothing is run)."""
+    import json
+
+    from harness.roofline import detect_gpu, load_peaks, sol_report
+
+    peaks = load_peaks(peaks_file)
+    report = sol_report(task_name, gpu or detect_gpu() or "H200", convention, peaks)
+    if as_json:
+        click.echo(json.dumps(report, allow_nan=False))
+    _print_sol_table(report)
+
+
+def _print_sol_table(report: dict) -> None:
+    p = report["peaks"]
+    leaderboard = report["convention"] == "leaderboard"
+    rate = f"BF16 {p['bf16_tflops']:g} TFLOP/s" if leaderboard else f"TF32 {p['tf32_tflops']:g} TFLOP/s"
+    offset = f", +{p['leaderboard_offset_us']:g} us" if leaderboard else ""
+    table = Table(
+        title=f"{report['task']} · T_SOL on {report['gpu']} ({report['convention']}: {rate}, "
+        f"HBM {p['hbm_tbytes_per_s']:g} TB/s{offset})"
+    )
+    published = report["published_geomean_sol_ms"] is not None
+    cols = ["workload", "axes", "GFLOP", "MB", "bound", "T_SOL ms"] + (["published ms"] if published else [])
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("workload", "axes", "bound") else "right")
+    for w in report["workloads"]:
+        row = [
+            w["uuid"][:8],
+            " ".join(f"{k}={v}" for k, v in w["axes"].items()),
+            f"{w['flops'] / 1e9:,.3f}",
+            f"{w['bytes'] / 1e6:,.3f}",
+            w["bound"],
+            f"{w['sol_ms']:.6f}",
+        ]
+        if published:
+            row.append(f"{w['published_sol_ms']:.4f}")
+        table.add_row(*row)
+    console.print(table)
+    line = f"geomean T_SOL {report['geomean_sol_ms']:.6f} ms"
+    if published:
+        line += (
+            f" (published: geomean {report['published_geomean_sol_ms']:.6f} ms, "
+            f"task page SOL bound {report['published_sol_bound_ms']} ms)"
+        )
+    console.print(line, highlight=False)
+
+
+# --------------------------------------------------------------- packaging, official exchange, workload tensors
+
+
+def _notes(notes) -> None:
+    for note in notes:
+        console.print(f"[yellow]note[/yellow] {note}", highlight=False)
+
+
+@main.command(name="pack")
+@click.argument("solution_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("dist"),
+    show_default=True,
+    help="Writes <out>/<definition>/<solution>/solution.json (+ .sha256).",
+)
+@click.option(
+    "--target",
+    type=click.Choice(["B200", "LOCAL"]),
+    default=None,
+    help="Replace the target_hardware list (default: solution.yaml's).",
+)
+def pack_cmd(solution_dir, out_dir, target) -> None:
+    """Check SOLUTION_DIR and write the official solution.json with every source inlined."""
+    from harness.package import pack as pack_solution
+
+    packed = pack_solution(solution_dir, out_dir, target=target)
+    _notes(packed.notes)
+    console.print(f"packed {packed.path} (sha256 {packed.sha256[:16]}…)", highlight=False)
+
+
+@main.command(name="submit")
+@click.argument("solution_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("dist"),
+    show_default=True,
+    help="Where the packed solution.json and summary.json go.",
+)
+@click.option(
+    "--target",
+    type=click.Choice(["B200", "LOCAL"]),
+    default=None,
+    help="Replace the target_hardware list (default: solution.yaml's).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One official-layout trace per workload on stdout.")
+def submit_cmd(solution_dir, out_dir, target, as_json) -> None:
+    """Pack SOLUTION_DIR, run the full evaluation of the packed JSON, write summary.json beside it."""
+    from harness.package import submit as submit_solution
+
+    result = submit_solution(
+        solution_dir,
+        out_dir,
+        target=target,
+        on_result=(lambda t: click.echo(t.to_json_line())) if as_json else None,
+    )
+    _notes(result.packed.notes)
+    _print_submission(result.summary)
+    console.print(f"summary: {result.summary_path}", highlight=False)
+    if result.summary["all_passed"]:
+        console.print(f"next: {result.summary['upload']}", highlight=False)
+    else:
+        console.print("[red]not ready for the leaderboard: a workload failed[/red]")
+    sys.exit(result.exit_code)
+
+
+def _print_submission(summary: dict) -> None:
+    table = Table(
+        title=f"{summary['definition']} · {summary['solution']} · {summary['gpu']} · {summary['date']}"
+    )
+    for col in ("workload", "axes", "status", "latency ms", "ref ms", "speedup"):
+        table.add_column(col, justify="left" if col in ("workload", "axes", "status") else "right")
+
+    def ms(v):
+        return f"{v:.4f}" if v else "-"
+
+    for r in summary["results"]:
+        style = "green" if r["status"] == "PASSED" else "red"
+        table.add_row(
+            r["uuid"][:8],
+            " ".join(f"{k}={v}" for k, v in r["axes"].items()),
+            f"[{style}]{r['status']}[/{style}]",
+            ms(r["latency_ms"]),
+            ms(r["reference_latency_ms"]),
+            f"{r['speedup_factor']:.2f}x" if r["speedup_factor"] else "-",
+        )
+    g = summary["geomean"]
+    table.add_row(
+        "geomean",
+        "",
+        f"{summary['passed']}/{summary['workloads']} passed",
+        ms(g["latency_ms"]),
+        ms(g["reference_latency_ms"]),
+        f"{g['speedup_factor']:.2f}x" if g["speedup_factor"] else "-",
+    )
+    console.print(table)
+    console.print(" ".join(f"{k} {v}" for k, v in summary["versions"].items()), highlight=False)
+
+
+@main.command(name="export")
+@click.argument("task_name", metavar="TASK")
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("dist/official"),
+    show_default=True,
+    help="Writes <out>/<task name>/ (definition.json, reference.py, workload.jsonl).",
+)
+@click.option(
+    "--with-tensors",
+    is_flag=True,
+    help="Point random inputs at the stored workloads/ tensors (linked into <out>/<task>/blobs/).",
+)
+def export_cmd(task_name, out_dir, with_tensors) -> None:
+    """Write TASK as an official SOL-ExecBench problem folder."""
+    from harness.exchange import export_task
+    from harness.tasks import load_task
+
+    result = export_task(load_task(task_name), out_dir, with_tensors=with_tensors)
+    _notes(result.notes)
+    console.print(f"exported {result.folder}: {', '.join(p.name for p in result.files)}", highlight=False)
+
+
+@main.command(name="import")
+@click.argument("official_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("definitions"),
+    show_default=True,
+    help="Definitions folder; the reference goes to its sibling references/.",
+)
+@click.option("--force", is_flag=True, help="Overwrite an existing definition YAML or reference module.")
+def import_cmd(official_dir, out_dir, force) -> None:
+    """Read an official problem folder into definitions/<name>.yaml + references/<name>.py."""
+    from harness.exchange import import_problem
+
+    result = import_problem(official_dir, out_dir, force=force)
+    _notes(result.notes)
+    console.print(
+        f"imported {result.file.name}: {result.yaml_path}, {result.reference_path} "
+        f"({len(result.file.workloads)} workloads)",
+        highlight=False,
+    )
+
+
+@main.group(name="workloads", cls=_Group)
+def workloads_group() -> None:
+    """Stored workload tensors (workloads/<task>/<uuid>.safetensors + workloads/MANIFEST.json)."""
+
+
+def _task_list(task_names_given: tuple[str, ...]):
+    from harness.tasks import load_task, task_names
+
+    return [load_task(t) for t in (task_names_given or task_names())]
+
+
+@workloads_group.command(name="regenerate")
+@click.argument("task_names_given", metavar="[TASK]...", nargs=-1)
+@click.option("--seed", type=int, default=200, show_default=True, help="Seeded once per task, as officially.")
+@click.option(
+    "--max-gb", type=click.FloatRange(0), default=2.0, show_default=True, help="Skip larger workloads."
+)
+@click.option(
+    "--device",
+    type=click.Choice(["cpu", "cuda"]),
+    default="cpu",
+    show_default=True,
+    help="CPU and CUDA random streams differ; the manifest records which was used.",
+)
+def workloads_regenerate(task_names_given, seed, max_gb, device) -> None:
+    """Draw the timed round's inputs of every workload and store them (default: all tasks)."""
+    from harness.workloads import regenerate as regenerate_workloads
+
+    tasks = _task_list(task_names_given)
+    regenerate_workloads(
+        tasks, seed=seed, device=device, max_gb=max_gb, log=lambda m: console.print(m, highlight=False)
+    )
+    console.print("wrote workloads/MANIFEST.json")
+
+
+@workloads_group.command(name="verify")
+@click.argument("task_names_given", metavar="[TASK]...", nargs=-1)
+def workloads_verify(task_names_given) -> None:
+    """Redraw the stored workloads and compare checksums with the manifest and the files (exit 1 on mismatch)."""
+    from harness.workloads import verify as verify_workloads
+
+    problems = verify_workloads(_task_list(task_names_given), log=lambda m: console.print(m, highlight=False))
+    for p in problems:
+        click.echo(f"solbench: {p}", err=True)
+    console.print(f"{len(problems)} mismatch(es)")
+    sys.exit(EXIT_FAILED if problems else EXIT_OK)
+
+
+@main.command(name="run")
+@click.argument("task_names", nargs=-1, metavar="[TASK]...")
+@click.option(
+    "--solution",
+    "solutions",
+    multiple=True,
+    help="Solution folder or official solution.json (repeatable; default: every solution of each task).",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="Write the traces (JSONL) to this file."
+)
+@click.option("--json", "as_json", is_flag=True, help="One official-layout trace per workload on stdout.")
+@click.option(
+    "--timer",
+    type=click.Choice(["cupti", "events"]),
+    default="cupti",
+    show_default=True,
+    help="cupti: GPU span of the kernels each call launches (official); events: CUDA events around it.",
+)
+@click.option("--warmup", type=click.IntRange(0), default=10, show_default=True)
+@click.option("--iterations", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--workload", "workload_prefixes", multiple=True, help="Workload uuid prefix (repeatable).")
+@click.option("--no-reference", is_flag=True, help="Do not time the reference (reference latency 0).")
+@click.option(
+    "--sol",
+    "sol_convention",
+    type=click.Choice(["leaderboard", "fp32-io"]),
+    default="leaderboard",
+    show_default=True,
+    help="Speed-of-light convention of the T_SOL, % SOL and score columns.",
+)
+@click.option(
+    "--gpu",
+    type=click.Choice(["H200", "H100", "B200"]),
+    default=None,
+    help="SOL figures for (default: detected).",
+)
+@click.option(
+    "--shard",
+    default=None,
+    metavar="K/N",
+    help="Only workloads whose index i in the task's order (0-based) has i % N == K-1; merge with `report`.",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1),
+    default=600,
+    show_default=True,
+    help="Seconds for one solution x task subprocess.",
+)
+def run_cmd(
+    task_names,
+    solutions,
+    output,
+    as_json,
+    timer,
+    warmup,
+    iterations,
+    workload_prefixes,
+    no_reference,
+    sol_convention,
+    gpu,
+    shard,
+    timeout_s,
+) -> None:
+    """Evaluate solutions the official way (one subprocess each, CUPTI timing) and score them.
+
+    T_b of the score is each task's torch_compile_tf32 solution measured in the same run. Without CUDA,
+    runs the CPU smoke check instead. Exit 0 only when every workload passed.
+    """
+    from harness.report import run_and_print
+    from harness.runner import RunOptions, parse_shard, plan_run
+
+    plans = plan_run(task_names, solutions, workload_prefixes, parse_shard(shard))
+    options = RunOptions(
+        timer=timer,
+        warmup=warmup,
+        iterations=iterations,
+        benchmark_reference=not no_reference,
+        timeout_s=timeout_s,
+    )
+    passed = run_and_print(
+        console, plans, options, gpu=gpu, convention=sol_convention, as_json=as_json, output=output
+    )
+    sys.exit(EXIT_OK if passed else EXIT_FAILED)
+
+
+@main.command(name="report")
+@click.argument("trace_files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--sol",
+    "sol_convention",
+    type=click.Choice(["leaderboard", "fp32-io"]),
+    default="leaderboard",
+    show_default=True,
+)
+@click.option(
+    "--gpu",
+    type=click.Choice(["H200", "H100", "B200"]),
+    default=None,
+    help="SOL figures for (default: the GPU the traces name).",
+)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the merged traces to this file.")
+@click.option("--json", "as_json", is_flag=True, help="The merged traces on stdout.")
+def report_cmd(trace_files, sol_convention, gpu, output, as_json) -> None:
+    """Merge trace files (e.g. --shard runs; the last trace per task, solution and workload wins) and
+    print the tables again. Exit 0 only when every workload passed."""
+    from harness.report import report_command
+
+    passed = report_command(
+        console, trace_files, gpu=gpu, convention=sol_convention, as_json=as_json, output=output
+    )
+    sys.exit(EXIT_OK if passed else EXIT_FAILED)
 
 
 if __name__ == "__main__":  # pragma: no cover

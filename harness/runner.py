@@ -39,6 +39,8 @@ class OutputError(Exception):
 
 def normalize_outputs(result: Any, definition: Definition, device) -> list[torch.Tensor]:
     """The official normalisation: a tensor (one output), a scalar (one output), a tuple/list, or a dict."""
+    from harness.inputs import torch_dtype
+
     names = list(definition.outputs)
     if isinstance(result, torch.Tensor):
         if len(names) != 1:
@@ -47,9 +49,7 @@ def normalize_outputs(result: Any, definition: Definition, device) -> list[torch
     elif isinstance(result, bool | int | float):
         if len(names) != 1:
             raise OutputError(f"got a scalar for {len(names)} outputs")
-        from harness.inputs import torch_dtype
-
-        values = [torch.tensor(result, dtype=torch_dtype(definition.outputs[names[0]].dtype))]
+        values = [result]
     elif isinstance(result, tuple | list):
         if len(result) != len(names):
             raise OutputError(f"got {len(result)} values for {len(names)} outputs")
@@ -61,10 +61,17 @@ def normalize_outputs(result: Any, definition: Definition, device) -> list[torch
         values = [result[n] for n in names]
     else:
         raise OutputError(f"unsupported return type {type(result).__name__}")
-    return [
-        v.to(device) if isinstance(v, torch.Tensor) and v.device != torch.device(device) else v
-        for v in values
-    ]
+    out = []
+    for name, v in zip(names, values, strict=True):
+        if isinstance(v, torch.Tensor):  # moved, never cast
+            out.append(v.to(device) if v.device != torch.device(device) else v)
+            continue
+        # officially every non-tensor value (also inside a tuple or dict) becomes a tensor of the output dtype
+        try:
+            out.append(torch.tensor(v, dtype=torch_dtype(definition.outputs[name].dtype), device=device))
+        except (TypeError, RuntimeError, ValueError) as exc:
+            raise OutputError(f"output {name!r}: cannot make a tensor of {type(v).__name__}: {exc}") from None
+    return out
 
 
 def environment() -> Environment:
@@ -141,15 +148,19 @@ def check_correctness(
     device: str = "cpu",
     rounds: int = CORRECTNESS_ROUNDS,
     after_first_call: Callable[[], None] | None = None,
+    input_source: Callable[[Definition, Workload, Any], list[Any]] | None = None,
 ) -> CorrectnessOutcome:
-    """Run the official correctness rounds for one workload (the caller seeds once before the workload loop)."""
+    """Run the official correctness rounds for one workload (the caller seeds once before the workload loop).
+
+    `input_source(definition, workload, device)` replaces gen_inputs (e.g. harness.workloads.stored_input_source).
+    """
     axes = resolve_axes(definition, workload)
     kept: ErrorStats | None = None
     per_output: dict[str, ErrorStats] = {}
     inputs: list[Any] = []
     names = list(definition.outputs)
     for rnd in range(rounds):
-        inputs = gen_inputs(definition, workload, device)
+        inputs = (input_source or gen_inputs)(definition, workload, device)
         try:
             ref_out = normalize_outputs(reference(*inputs), definition, device)
             _sync(device)
@@ -209,8 +220,12 @@ def run_checks(
     rounds: int = CORRECTNESS_ROUNDS,
     smoke: bool = False,
     on_result: Callable[[Trace], None] | None = None,
+    input_source: Callable[[Definition, Workload, Any], list[Any]] | None = None,
 ) -> list[Trace]:
-    """Correctness only (no timing): one trace per workload, performance zeros marked `timed: false`."""
+    """Correctness only (no timing): one trace per workload, performance zeros marked `timed: false`.
+
+    `input_source` replaces gen_inputs (None: generated inputs, the official way).
+    """
     definition = task.definition
     env = environment()
     set_seed()
@@ -219,7 +234,14 @@ def run_checks(
         run_workload = smoke_workload(definition, workload) if smoke else workload
         try:
             outcome = check_correctness(
-                definition, task.reference, fn, run_workload, dps=dps, device=device, rounds=rounds
+                definition,
+                task.reference,
+                fn,
+                run_workload,
+                dps=dps,
+                device=device,
+                rounds=rounds,
+                input_source=input_source,
             )
         except Exception as exc:  # noqa: BLE001 - input generation errors etc.
             outcome = CorrectnessOutcome(EvaluationStatus.RUNTIME_ERROR, log=f"{type(exc).__name__}: {exc}")
@@ -249,3 +271,295 @@ def run_checks(
         if on_result is not None:
             on_result(trace)
     return traces
+
+
+# ------------------------------------------------------------------------------------- isolated evaluation
+# The parent side of harness.evaluate: one subprocess per solution x task, traces read from its stdout;
+# a crash, a timeout or a missing trace becomes a RUNTIME_ERROR / TIMEOUT trace carrying the log's tail.
+
+#: Lines of the subprocess's stderr attached to a trace it did not write.
+LOG_TAIL_LINES = 60
+#: Seconds to keep reading traces after the subprocess exited.
+EXIT_GRACE_S = 2.0
+
+
+@dataclass
+class RunOptions:
+    """What `python -m harness.evaluate` is asked to do (official defaults)."""
+
+    device: str | None = None  # cuda when available
+    timer: str = "cupti"
+    warmup: int = 10
+    iterations: int = 50
+    rounds: int = CORRECTNESS_ROUNDS
+    benchmark_reference: bool = True
+    smoke: bool = False
+    timeout_s: float = 600.0
+    definitions_dir: Any = None  # Path of a definitions folder other than the project's
+    keep_staging: bool = False
+
+    def argv(self) -> list[str]:
+        from pathlib import Path
+
+        args = ["--timer", self.timer, "--warmup", str(self.warmup), "--iterations", str(self.iterations)]
+        args += ["--rounds", str(self.rounds)]
+        if self.device:
+            args += ["--device", self.device]
+        if not self.benchmark_reference:
+            args.append("--no-reference")
+        if self.smoke:
+            args.append("--smoke")
+        if self.definitions_dir is not None:
+            args += ["--definitions", str(Path(self.definitions_dir).resolve())]
+        if self.keep_staging:
+            args.append("--keep-staging")
+        return args
+
+
+def evaluate_command(task_name: str, solution, workloads: list[Workload], options: RunOptions) -> list[str]:
+    import sys
+    from pathlib import Path
+
+    solution = Path(solution).resolve()  # the subprocess runs elsewhere
+    cmd = [sys.executable, "-m", "harness.evaluate", "--task", task_name, "--solution", str(solution)]
+    for w in workloads:
+        cmd += ["--workload", w.uuid]
+    return cmd + options.argv()
+
+
+def solution_name_of(solution) -> str:
+    """The name a solution folder or solution.json declares (raises SchemaError when it does not parse)."""
+    from pathlib import Path
+
+    from harness.schema import load_solution_json
+    from harness.solution import read_solution_dir
+
+    path = Path(solution)
+    return read_solution_dir(path).name if path.is_dir() else load_solution_json(path).name
+
+
+def _child_env() -> dict[str, str]:
+    import os
+
+    from harness import PROJECT_ROOT
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("PYTORCH_ALLOC_CONF", "expandable_segments:True")  # as the official CLI sets it
+    return env
+
+
+def evaluate_isolated(
+    task,
+    solution,
+    workloads: list[Workload],
+    options: RunOptions | None = None,
+    *,
+    on_trace: Callable[[Trace], None] | None = None,
+) -> list[Trace]:
+    """Evaluate one solution (folder or solution.json) on a task's workloads in a fresh subprocess.
+
+    Returns one trace per workload, in order: those the subprocess printed, then RUNTIME_ERROR (it crashed
+    or exited) or TIMEOUT (killed after options.timeout_s) for the rest, with the tail of its stderr.
+    """
+    import json
+    import os
+    import queue
+    import signal
+    import subprocess
+    import tempfile
+    import threading
+    import time
+
+    from harness.errors import HarnessError
+    from harness.schema import validate_model
+
+    options = options or RunOptions()
+    name = solution_name_of(solution)
+    cmd = evaluate_command(task.name, solution, workloads, options)
+    wanted = {w.uuid for w in workloads}
+    got: dict[str, Trace] = {}
+    lines: queue.Queue[str | None] = queue.Queue()
+    with tempfile.TemporaryFile(mode="w+") as errfile:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=errfile,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=_child_env(),
+            cwd=tempfile.gettempdir(),
+            start_new_session=True,  # its own process group: a timeout kills compiler workers too
+        )
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + options.timeout_s
+        timed_out = False
+        exited_at: float | None = None
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            # Stop at EOF, or shortly after the process exited: a grandchild (a compile worker) that
+            # inherited the pipe must not keep us waiting.
+            if exited_at is not None and now - exited_at > EXIT_GRACE_S:
+                break
+            try:
+                line = lines.get(timeout=min(0.5, deadline - now))
+            except queue.Empty:
+                continue
+            if line is None:
+                break
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                trace = validate_model(Trace, json.loads(line), "harness.evaluate stdout")
+            except (json.JSONDecodeError, HarnessError):
+                continue
+            if trace.workload.uuid in wanted and trace.workload.uuid not in got:
+                got[trace.workload.uuid] = trace
+                if on_trace is not None:
+                    on_trace(trace)
+        try:  # a timeout, or leftovers of a finished run (compile workers): the whole process group goes
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            if proc.poll() is None:
+                proc.kill()
+        rc = proc.wait()
+        reader.join(timeout=5)
+        errfile.seek(0)
+        tail = "\n".join(errfile.read().rstrip().splitlines()[-LOG_TAIL_LINES:])
+
+    traces = []
+    env = None
+    for w in workloads:
+        if w.uuid in got:
+            traces.append(got[w.uuid])
+            continue
+        if timed_out:
+            status = EvaluationStatus.TIMEOUT
+            why = f"evaluation timed out after {options.timeout_s:g} s"
+        else:
+            status = EvaluationStatus.RUNTIME_ERROR
+            why = f"evaluation process exited with code {rc}"
+        env = env or environment()
+        trace = make_trace(
+            task.definition,
+            w,
+            name,
+            status,
+            log=f"{why} before reporting this workload\n--- last lines of its log ---\n{tail}",
+            extra={"isolated": True, "returncode": rc},
+            env=env,
+        )
+        traces.append(trace)
+        if on_trace is not None:
+            on_trace(trace)
+    return traces
+
+
+def shard_workloads(task, workloads: list[Workload], shard: tuple[int, int] | None) -> list[Workload]:
+    """--shard K/N keeps the workloads whose index i in the task's order (0-based) has i % N == K - 1."""
+    if shard is None:
+        return workloads
+    k, n = shard
+    index = {w.uuid: i for i, w in enumerate(task.workloads)}
+    return [w for w in workloads if index.get(w.uuid, -1) % n == k - 1]
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """'K/N' (1 <= K <= N) -> (K, N)."""
+    from harness.errors import HarnessError
+
+    if text is None:
+        return None
+    try:
+        k, n = (int(v) for v in text.split("/"))
+    except ValueError:
+        k = n = 0
+    if not 1 <= k <= n:
+        raise HarnessError(f"--shard: expected K/N with 1 <= K <= N, got {text!r}")
+    return k, n
+
+
+@dataclass
+class TaskPlan:
+    task: Any
+    solutions: list[Any]  # solution folders or solution.json paths
+    workloads: list[Workload]
+
+
+def _solution_definition(path) -> str:
+    from pathlib import Path
+
+    from harness.schema import load_solution_json
+    from harness.solution import read_solution_dir
+
+    path = Path(path)
+    return read_solution_dir(path).definition if path.is_dir() else load_solution_json(path).definition
+
+
+def plan_run(
+    task_names: tuple[str, ...] | list[str],
+    solutions: tuple[str, ...] | list[str],
+    workload_prefixes: tuple[str, ...] | list[str] = (),
+    shard: tuple[int, int] | None = None,
+) -> list[TaskPlan]:
+    """Which solutions run on which workloads of which tasks.
+
+    Tasks: those named, else those of the given solutions, else all. Solutions: the given folders (or
+    solution.json files) whose definition is the task, else every folder under solutions/<task>/. A workload
+    prefix applies to the tasks that have it (it must match somewhere); --shard K/N then keeps the workloads
+    whose index i in the task's order has i % N == K - 1.
+    """
+    from pathlib import Path
+
+    from harness.errors import HarnessError
+    from harness.solution import discover
+    from harness.tasks import load_task
+    from harness.tasks import task_names as all_task_names
+
+    by_task: dict[str, list[Path]] = {}
+    for s in solutions:
+        path = Path(s)
+        if not path.exists():
+            raise HarnessError(f"{path}: no such solution folder or solution.json")
+        by_task.setdefault(_solution_definition(path), []).append(path)
+    if task_names:
+        tasks = [load_task(n) for n in task_names]
+    elif solutions:
+        tasks = [load_task(n) for n in by_task]
+    else:
+        tasks = [load_task(n) for n in all_task_names()]
+    unplaced = set(by_task) - {t.name for t in tasks}
+    if unplaced:
+        raise HarnessError(f"--solution: solutions for {sorted(unplaced)}, a task not being run")
+    used_prefixes: set[str] = set()
+    plans = []
+    for task in tasks:
+        dirs = by_task.get(task.name, []) if solutions else discover(task.name)
+        if not dirs:
+            raise HarnessError(f"solutions/{task.name}: no solution folders")
+        workloads = list(task.workloads)
+        if workload_prefixes:
+            hits = [p for p in workload_prefixes if any(w.uuid.startswith(p) for w in workloads)]
+            used_prefixes.update(hits)
+            workloads = [w for w in workloads if any(w.uuid.startswith(p) for p in hits)]
+        workloads = shard_workloads(task, workloads, shard)
+        if workloads:
+            plans.append(TaskPlan(task, dirs, workloads))
+    unused = [p for p in workload_prefixes if p not in used_prefixes]
+    if unused:
+        raise HarnessError(f"--workload: no workload of the tasks run has a uuid starting with {unused}")
+    return plans
