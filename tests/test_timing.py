@@ -1,0 +1,274 @@
+"""harness.timing: the shifting argument pool, the profiler-record parser and the statistics (CPU); the
+CUPTI span timer against CUDA events, side streams and calls without GPU work (GPU)."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+import torch
+
+from harness.timing import (
+    POOL_SHIFT_BYTES,
+    ProfRecord,
+    ShiftingPool,
+    TimingError,
+    TimingStats,
+    iteration_spans,
+    records_from_kineto,
+    storage_span,
+    time_runnable,
+    windows_from_kineto,
+)
+
+# ------------------------------------------------------------------------------------------ the pool
+
+
+def test_pool_gives_every_call_a_new_address_256_bytes_further():
+    x = torch.arange(10, dtype=torch.float32)
+    pool = ShiftingPool([x], [], calls=4)
+    ptrs = [pool.next_args()[0].data_ptr() for _ in range(4)]
+    assert len(set(ptrs)) == 4
+    assert [b - a for a, b in zip(ptrs, ptrs[1:], strict=False)] == [POOL_SHIFT_BYTES] * 3
+
+
+def test_pool_recopies_inputs_and_zeroes_outputs_every_call():
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    out = torch.full((3,), 7.0)
+    pool = ShiftingPool([x, 2.5, True], [out], calls=3)
+    for _ in range(3):
+        args = pool.next_args()
+        a, scalar, flag, o = args
+        assert torch.equal(a, x) and a.shape == x.shape and a.stride() == x.stride()
+        assert scalar == 2.5 and flag is True  # scalars pass through
+        assert torch.equal(o, torch.zeros(3))
+        a.add_(100.0)  # a solution scribbling on its inputs or outputs does not leak into the next call
+        o.fill_(1.0)
+
+
+def test_pool_is_compact_and_raises_when_exhausted():
+    x = torch.zeros(5, dtype=torch.float64)  # 8-byte elements: 32 per 256-byte shift
+    pool = ShiftingPool([x], [], calls=3)
+    assert pool._slots[0].pool.numel() == 5 + 2 * 32
+    for _ in range(3):
+        pool.next_args()
+    with pytest.raises(TimingError, match="exhausted"):
+        pool.next_args()
+
+
+def test_pool_preserves_stride_zero_broadcasts_and_views():
+    base = torch.randn(4)
+    broadcast = base.expand(3, 4)  # stride (0, 1): 4 elements of storage, not 12
+    assert storage_span(broadcast) == 4
+    view = torch.randn(6, 8)[1:, ::2]  # offset and a step
+    pool = ShiftingPool([broadcast, view], [], calls=2)
+    for _ in range(2):
+        b, v = pool.next_args()
+        assert b.stride() == (0, 1) and torch.equal(b, broadcast)
+        assert v.stride() == view.stride() and torch.equal(v, view)
+    assert pool._slots[0].pool.numel() == 4 + POOL_SHIFT_BYTES // 4
+
+
+def test_pool_handles_empty_and_zero_dim_tensors():
+    pool = ShiftingPool([torch.zeros(0, 3), torch.tensor(3.0)], [torch.zeros(())], calls=2)
+    for _ in range(2):
+        empty, scalar, out = pool.next_args()
+        assert empty.shape == (0, 3) and scalar.item() == 3.0 and out.item() == 0.0
+
+
+# ------------------------------------------------------------------------------------------ the parser
+
+
+def _launch(corr: int, start: int, name: str = "cudaLaunchKernel") -> ProfRecord:
+    return ProfRecord("runtime", name, start, start + 2, corr)
+
+
+def _kernel(corr: int, start: int, end: int, name: str = "k", kind: str = "kernel", nbytes: int = 0):
+    return ProfRecord(kind, name, start, end, corr, nbytes)
+
+
+def test_spans_cover_first_start_to_last_end_of_the_window_work():
+    records = [
+        _launch(1, 90),  # the L2 flush, launched before the window: excluded
+        _kernel(1, 95, 300, "flush"),
+        _launch(2, 110),
+        _kernel(2, 300, 400, "a"),
+        _launch(3, 120, "cudaMemcpyAsync"),
+        _kernel(3, 400, 450, "Memcpy DtoD", "memcpy", 1024),
+        _launch(4, 130, "cuLaunchKernel"),  # a driver-API launch (Triton)
+        _kernel(4, 460, 520, "b"),
+        # second call
+        _launch(5, 1000),
+        _kernel(5, 1100, 1200, "a"),
+        _launch(6, 1010, "cudaMemcpyAsync"),
+        _kernel(6, 1200, 1250, "Memcpy DtoD", "memcpy", 1024),
+        _launch(7, 1020, "cuLaunchKernel"),
+        _kernel(7, 1260, 1300, "b"),
+    ]
+    spans = iteration_spans(records, [(100, 200), (1000, 1050)])
+    assert spans == pytest.approx([(520 - 300) / 1e6, (1300 - 1100) / 1e6])
+
+
+def test_spans_count_side_stream_work_and_graph_launches():
+    # one cudaGraphLaunch correlates with several kernels; a side-stream kernel overlaps the main one
+    records = [
+        _launch(10, 100, "cudaGraphLaunch"),
+        _kernel(10, 200, 260, "g1"),
+        _kernel(10, 260, 330, "g2"),
+        _launch(11, 120),
+        _kernel(11, 210, 600, "side"),
+    ]
+    assert iteration_spans(records, [(90, 150)]) == pytest.approx([400 / 1e6])
+
+
+def test_a_window_without_gpu_work_fails_clearly():
+    records = [_launch(1, 100), _kernel(1, 110, 120), _launch(2, 500, "cudaStreamSynchronize")]
+    with pytest.raises(TimingError, match="No kernel activities recorded for iteration 1"):
+        iteration_spans(records, [(90, 105), (450, 550)])
+
+
+def test_a_different_kernel_set_fails_clearly():
+    records = [_launch(1, 100), _kernel(1, 110, 120, "a"), _launch(2, 200), _kernel(2, 210, 220, "b")]
+    with pytest.raises(TimingError, match="Inconsistent kernel names"):
+        iteration_spans(records, [(90, 150), (190, 250)])
+    # the same memcpy name with a different size is a different signature
+    records = [
+        _launch(1, 100),
+        _kernel(1, 110, 120, "Memcpy", "memcpy", 64),
+        _launch(2, 200),
+        _kernel(2, 210, 220, "Memcpy", "memcpy", 128),
+    ]
+    with pytest.raises(TimingError, match="Inconsistent kernel names"):
+        iteration_spans(records, [(90, 150), (190, 250)])
+
+
+class _FakeKinetoEvent:
+    def __init__(self, activity, name, start, end, corr, meta=""):
+        self._a, self._n, self._s, self._e, self._c, self._m = activity, name, start, end, corr, meta
+
+    def activity_type(self):
+        return self._a
+
+    def name(self):
+        return self._n
+
+    def start_ns(self):
+        return self._s
+
+    def end_ns(self):
+        return self._e
+
+    def correlation_id(self):
+        return self._c
+
+    def metadata_json(self):
+        return self._m
+
+
+def test_kineto_events_become_records_and_windows():
+    events = [
+        _FakeKinetoEvent("user_annotation", "solbench_rep_1", 300, 400, 2),
+        _FakeKinetoEvent("user_annotation", "solbench_rep_0", 100, 200, 1),
+        _FakeKinetoEvent("cpu_op", "aten::mm", 110, 190, 3),  # CPU ops are ignored
+        _FakeKinetoEvent("cuda_runtime", "cudaLaunchKernel", 120, 125, 7),
+        _FakeKinetoEvent("cuda_driver", "cuLaunchKernel", 320, 325, 8),
+        _FakeKinetoEvent("kernel", "gemm", 130, 180, 7),
+        _FakeKinetoEvent("gpu_memset", "Memset (Device)", 330, 340, 8, '"device": 0, "bytes": 4096'),
+    ]
+    records = records_from_kineto(events)
+    assert [r.kind for r in records] == ["runtime", "runtime", "kernel", "memset"]
+    assert records[-1].nbytes == 4096
+    assert windows_from_kineto(events, 2) == [(100, 200), (300, 400)]
+    with pytest.raises(TimingError, match="lost the window"):
+        windows_from_kineto(events, 3)
+
+
+def test_real_profiler_marks_give_ordered_windows():
+    """The torch profiler this project runs on exposes the marks the CUPTI timer relies on."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from harness.timing import REP_MARK
+
+    x = torch.randn(64, 64)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for i in range(3):
+            with record_function(f"{REP_MARK}{i}"):
+                x @ x
+    events = prof.profiler.kineto_results.events()
+    windows = windows_from_kineto(events, 3)
+    assert all(t0 < t1 for t0, t1 in windows)
+    assert all(a[1] <= b[0] for a, b in zip(windows, windows[1:], strict=False))
+    assert records_from_kineto(events) == []  # no CUDA activity on the CPU
+
+
+# ------------------------------------------------------------------------------------------ statistics
+
+
+def test_stats_keep_full_precision_and_use_the_official_median():
+    times = [0.5, 0.1, 0.4, 0.2, 0.3, 0.6]
+    s = TimingStats.from_times(times)
+    assert s.median_ms == statistics.median(times) == pytest.approx(0.35)  # mean of the middle two
+    assert s.mean_ms == pytest.approx(0.35)
+    assert s.min_ms == 0.1 and s.max_ms == 0.6
+    assert s.p20_ms == pytest.approx(0.2) and s.p80_ms == pytest.approx(0.5)  # linear interpolation
+    assert s.std_ms == pytest.approx(statistics.pstdev(times))
+    assert s.times_ms == tuple(times)  # call order, unrounded
+    assert s.to_dict()["times_ms"] == times
+    with pytest.raises(TimingError):
+        TimingStats.from_times([])
+
+
+# ------------------------------------------------------------------------------------------ GPU
+
+
+@pytest.mark.gpu
+def test_cupti_span_agrees_with_events_on_a_large_matmul():
+    a, b = torch.randn(4096, 4096, device="cuda"), torch.randn(4096, 4096, device="cuda")
+    out = torch.empty(4096, 4096, device="cuda")
+
+    def mm(x, y, o):
+        torch.mm(x, y, out=o)
+
+    cupti = time_runnable(mm, [a, b], [out], timer="cupti", iterations=20)
+    events = time_runnable(mm, [a, b], [out], timer="events", iterations=20)
+    assert cupti.median_ms > 0.1
+    assert abs(cupti.median_ms - events.median_ms) <= 0.10 * events.median_ms
+
+
+@pytest.mark.gpu
+def test_cupti_counts_work_on_a_side_stream():
+    a = torch.randn(4096, 4096, device="cuda")
+    side = torch.cuda.Stream()
+
+    def main_only(x):
+        x.add(1.0)
+
+    def with_side(x):
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            x @ x  # ~2.7 ms of fp32 work the caller never waits for
+        x.add(1.0)
+
+    small = time_runnable(main_only, [a], [], iterations=10).median_ms
+    big = time_runnable(with_side, [a], [], iterations=10).median_ms
+    assert big > 5 * small
+
+
+@pytest.mark.gpu
+def test_a_call_without_gpu_work_fails_clearly():
+    a = torch.randn(16, device="cuda")
+    with pytest.raises(TimingError, match="No kernel activities recorded for iteration 0"):
+        time_runnable(lambda x: None, [a], [], iterations=3)
+
+
+@pytest.mark.gpu
+def test_a_call_that_changes_its_kernels_fails_clearly():
+    a = torch.randn(1024, device="cuda")
+    calls = []
+
+    def flaky(x):
+        calls.append(1)
+        (x.sin() if len(calls) % 2 else x.cos()).sum()
+
+    with pytest.raises(TimingError, match="Inconsistent kernel names"):
+        time_runnable(flaky, [a], [], warmup=1, iterations=4)
