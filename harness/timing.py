@@ -223,11 +223,36 @@ def iteration_spans(records: Iterable[ProfRecord], windows: Sequence[tuple[int, 
     return spans
 
 
+def _kineto_kind(event: Any) -> str | None:
+    """Our record kind of a kineto event (None: ignored).
+
+    Builds that expose `activity_type()` name it directly; others (torch 2.11's `_KinetoEvent`) are classified
+    by device and name: CPU-side CUDA runtime/driver calls (`cuda*`, `cu*`) carry the correlation ids, and
+    GPU-side records are kernels unless named Memcpy/Memset. GPU copies of our window marks are skipped.
+    """
+    activity_type = getattr(event, "activity_type", None)
+    if activity_type is not None:
+        return _KINETO_KINDS.get(activity_type())
+    name = event.name()
+    on_gpu = "CUDA" in str(event.device_type()).upper()
+    if on_gpu:
+        if name.startswith(REP_MARK):
+            return None
+        if name.startswith("Memcpy"):
+            return "memcpy"
+        if name.startswith("Memset"):
+            return "memset"
+        return "kernel"
+    if name.startswith("cu") and event.correlation_id():
+        return "runtime"
+    return None
+
+
 def records_from_kineto(events: Iterable[Any]) -> list[ProfRecord]:
     """ProfRecords from torch's kineto events (`prof.profiler.kineto_results.events()`)."""
     out = []
     for e in events:
-        kind = _KINETO_KINDS.get(e.activity_type())
+        kind = _kineto_kind(e)
         if kind is None:
             continue
         nbytes = 0
@@ -250,7 +275,12 @@ def windows_from_kineto(events: Iterable[Any], calls: int, mark: str = REP_MARK)
     found: dict[int, tuple[int, int]] = {}
     for e in events:
         name = e.name()
-        if name.startswith(mark) and e.activity_type() == "user_annotation":
+        on_cpu = (
+            e.activity_type() == "user_annotation"
+            if hasattr(e, "activity_type")
+            else "CUDA" not in str(e.device_type()).upper()
+        )
+        if name.startswith(mark) and on_cpu:
             found[int(name[len(mark) :])] = (e.start_ns(), e.end_ns())
     missing = [i for i in range(calls) if i not in found]
     if missing:
