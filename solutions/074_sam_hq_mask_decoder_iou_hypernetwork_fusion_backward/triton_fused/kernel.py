@@ -1,0 +1,957 @@
+"""074: backward of SAM-HQ's IoU MLP (256->1024->1024->4) and four hypernetwork MLPs (256->256->256->32).
+
+One Triton launch computes all 14 outputs. Every MLP ("mlp" 0 = IoU, 1..4 = hypernetwork 0..3) is the chain
+(M rows, D = 1024 or 256 hidden, KG = 4 or 32 outputs, C = 256 inputs; all matrices row-major):
+
+    D2 = (G @ W_out) * (H2 > 0)      [M, D]   stage P  -> workspace (fp16)
+    dW_out = G^T @ H2r, db_out       [KG, D]  stage O  (db_out = column sums of G)
+    D1 = (D2 @ W_hid) * (H1 > 0)     [M, D]   stage Q  -> workspace (fp16); waits for P, or recomputes D2
+    dW_hid = D2^T @ H1r, db_hid      [D, D]   stage R  (db_hid = column sums of D2; waits for P)
+    dx = D1 @ W_in                   [M, C]   stage T  (waits for Q)
+    dW_in = D1^T @ X, db_in          [D, C]   stage S  (db_in = column sums of D1; waits for Q)
+
+Work items: every stage is a set of output tiles of a tiled GEMM; Q and T (K = D, 1024 for the IoU MLP)
+are also split along K ("split-K": the item does one K range), so that no item streams a long K loop: a
+long loop on one SM is what made the critical path P -> Q -> T slow. A split tile is finished by the last
+of its split items to arrive (a per-tile atomic counter; the last one adds the other partial sums, kept in
+an fp32 workspace, and runs the epilogue), or, for T with `t_atomic`, every split item adds its partial
+into dx with fp32 atomics (dx is zeroed by the Q items, which T waits for anyway).
+
+Scheduling: one launch, a flat list of items in a configurable stage order; each program takes a *ticket*
+from an atomic counter and does the item with that number. An item that needs a workspace waits (spins)
+on a per-MLP counter bumped by the items that produce it. Tickets are handed out in the order programs
+actually start and an item only ever waits for items with smaller tickets (the stage order puts producers
+first), so whatever it waits for belongs to a program that is already running: no deadlock whatever order
+the hardware schedules blocks in. With `q_recompute`, Q items compute their D2 chunk themselves (a K = 32
+GEMM plus the H2 mask) instead of waiting for P, which takes one dependency hop off the critical path.
+With `prefetch`, T items (and Q items that wait for P) load their weight operand before they wait.
+Under TRITON_INTERPRET=1 programs run one after another in ticket order, so no wait ever spins.
+
+The sync counters are double-buffered: call k uses set k % 2 and the program with ticket 0 zeroes the
+other set, which call k + 1 uses (launches on one stream run one after another). Per-tile counters are put
+back to zero by the last arriver. No output is accumulated into pre-existing contents: every element is
+written by this call (dx with `t_atomic`: zeroed, then summed into, within the call).
+
+Precision: matmul operands are rounded to fp16 (round to nearest even: the same 10-bit mantissa as TF32, at
+twice the TF32 tensor-core rate), accumulation is fp32; the D1/D2 workspaces are stored in fp16 (what the
+MMAs would round them to anyway), split-K partial sums and bias sums stay fp32. This reproduces TF32 with
+round-to-nearest operands (what cuBLAS's TF32 gives the reference) exactly for values in fp16's range.
+Plain Triton "tf32" hands the raw fp32 bits to the tensor core, which truncates them; that bias fails the
+99 % rule (NOTES.md), so it is only a test/tune variant, next to "tf32rn" and the fp32-exact "ieee".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+import triton
+import triton.language as tl
+
+# Fixed sizes of the task.
+C_IN = 256  # hidden_size: input width of every MLP
+D_IOU = 1024  # iou_head_hidden_dim
+D_HYP = 256  # hypernetwork hidden width (= hidden_size)
+KG_IOU = 4  # num_mask_tokens: IoU head outputs
+KG_HYP = 32  # output_channels: hypernetwork outputs
+N_HYP = 4  # number of hypernetwork MLPs
+
+# Counter buffer (int32): two header sets of 16 (ticket, P done per MLP, Q done per MLP), then per-tile
+# split-K counters (Q tiles, then T tiles).
+_CNT_P = tl.constexpr(1)
+_CNT_Q = tl.constexpr(6)
+_HDR = 16
+_CNT_TILES = 2 * _HDR
+
+# Stage numbers (the `order` string of a Config permutes them).
+_STAGES = "POQRTS"
+
+_PRECISIONS = ("fp16", "tf32rn", "tf32", "tf32x3", "ieee")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """One variant of the kernel. Tile sizes are (rows, cols[, K range per item], K chunk) per stage."""
+
+    p: tuple[int, int] = (64, 64)  # D2 tiles [rows of M, cols of D]; K (4 or 32) is one chunk of 32
+    o: tuple[int, int] = (64, 64)  # dW_out tiles: 32 rows (all of KG), cols of D; K chunk over M
+    q: tuple[int, int, int, int] = (64, 64, 256, 64)  # D1 tiles [M, D], K range per item (split-K), chunk
+    r: tuple[int, int, int] = (64, 128, 64)  # dW_hid tiles [D, D], K chunk over M
+    t: tuple[int, int, int, int] = (64, 64, 256, 256)  # dx tiles [M, C], K range per item, chunk
+    s: tuple[int, int, int] = (64, 64, 64)  # dW_in tiles [D, C], K chunk over M
+    q_recompute: bool = True  # Q items compute their D2 chunk (no wait for P)
+    prefetch: bool = True  # T (and waiting Q) items load the weight tile before waiting (chunk == range)
+    t_atomic: bool = True  # T split-K partials are added into dx with atomics (else: last arriver sums)
+    order: str = "QPTSRO"  # ticket order of the stages (producers before consumers)
+    num_warps: int = 8
+    num_stages: int = 3
+    precision: str = "fp16"  # "fp16" | "tf32rn" | "tf32" | "tf32x3" | "ieee" (see _mma); fp32 accumulation
+
+    def __post_init__(self) -> None:
+        if self.precision not in _PRECISIONS:
+            raise ValueError(f"Config.precision: expected one of {_PRECISIONS}, got {self.precision!r}")
+        for name in ("p", "o", "q", "r", "t", "s"):
+            for v in getattr(self, name):
+                if v < 16 or v & (v - 1) or v > 1024:
+                    raise ValueError(f"Config.{name}: tile sizes must be powers of two in [16, 1024], got {v}")
+        for name in ("q", "t"):
+            _, _, k_range, chunk = getattr(self, name)
+            if chunk > k_range:
+                raise ValueError(f"Config.{name}: K chunk {chunk} larger than the K range {k_range}")
+        if self.prefetch and self.t[3] != self.t[2]:
+            raise ValueError("Config: prefetch needs the T chunk to equal the T K range")
+        if self.prefetch and not self.q_recompute and self.q[3] != self.q[2]:
+            raise ValueError("Config: prefetch needs the Q chunk to equal the Q K range (without q_recompute)")
+        if sorted(self.order) != sorted(_STAGES):
+            raise ValueError(f"Config.order: expected a permutation of {_STAGES!r}, got {self.order!r}")
+        pos = {c: i for i, c in enumerate(self.order)}
+        deps = [("P", "R"), ("Q", "T"), ("Q", "S")] + ([] if self.q_recompute else [("P", "Q")])
+        for a, b in deps:
+            if pos[a] > pos[b]:
+                raise ValueError(f"Config.order: {a} must come before {b} (it waits for it)")
+
+    def order_code(self) -> int:
+        """The stage order as the kernel's ORDER constexpr: stage number of position i in nibble i."""
+        return sum(_STAGES.index(c) << (4 * i) for i, c in enumerate(self.order))
+
+
+DEFAULT_CONFIG = Config()
+CONFIG_TABLE: list[tuple[int, Config]] = [(1 << 62, DEFAULT_CONFIG)]
+"""(largest M, variant) pairs in increasing M; the first that fits is used (filled in from tune.py)."""
+CONFIG_OVERRIDE: Config | None = None
+"""Forces the variant `run` uses (experiments); None: CONFIG_TABLE decides."""
+
+
+def pick_config(m: int) -> Config:
+    """The variant used for M rows."""
+    if CONFIG_OVERRIDE is not None:
+        return CONFIG_OVERRIDE
+    for max_m, cfg in CONFIG_TABLE:
+        if m <= max_m:
+            return cfg
+    return CONFIG_TABLE[-1][1]
+
+
+# ------------------------------------------------------------------------------------------ device code
+
+
+@triton.jit
+def _sel(cond, a, b):
+    """a if cond else b, for scalars and pointers (a runtime branch, so any type works)."""
+    r = b
+    if cond:
+        r = a
+    return r
+
+
+@triton.jit
+def _pick5(i, p0, p1, p2, p3, p4):
+    r = p0
+    if i == 1:
+        r = p1
+    if i == 2:
+        r = p2
+    if i == 3:
+        r = p3
+    if i == 4:
+        r = p4
+    return r
+
+
+@triton.jit
+def _pick6(i, p0, p1, p2, p3, p4, p5):
+    """Entry i of six (i a compile-time or a runtime value)."""
+    r = p0
+    if i == 1:
+        r = p1
+    if i == 2:
+        r = p2
+    if i == 3:
+        r = p3
+    if i == 4:
+        r = p4
+    if i == 5:
+        r = p5
+    return r
+
+
+@triton.jit
+def _round_tf32(x):
+    """fp32 -> the nearest TF32 value (ties away from zero), still stored as fp32 (low 13 bits zero)."""
+    bits = x.to(tl.int32, bitcast=True)
+    return ((bits + 0x1000) & -8192).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _mma(a, b, acc, PREC: tl.constexpr):
+    """acc + a @ b with fp32 accumulation; PREC picks how the fp32 operands enter the tensor cores.
+
+    "fp16": rounded to nearest fp16 (the same 10-bit mantissa as TF32, at twice the TF32 rate);
+    "tf32rn": rounded to nearest TF32 in registers; "tf32": the raw fp32 bits (the tensor core ignores the
+    low 13 bits, i.e. truncates: biased, see NOTES.md); "tf32x3" and "ieee": fp32-accurate, slower.
+    """
+    if PREC == "fp16":
+        acc = tl.dot(a.to(tl.float16), b.to(tl.float16), acc)
+    elif PREC == "tf32rn":
+        acc = tl.dot(_round_tf32(a.to(tl.float32)), _round_tf32(b.to(tl.float32)), acc, input_precision="tf32")
+    else:
+        acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision=PREC)
+    return acc
+
+
+@triton.jit
+def _gemm_loop(
+    a_ptr,
+    lda,
+    b_ptr,
+    ldb,
+    R,
+    C,
+    k_lo,
+    k_hi,
+    off_r,
+    off_c,
+    A_TRANS: tl.constexpr,
+    A_CG: tl.constexpr,
+    BR: tl.constexpr,
+    BC: tl.constexpr,
+    BK: tl.constexpr,
+    PREC: tl.constexpr,
+):
+    """acc[BR, BC] = A[off_r:, k_lo:k_hi] @ B[k_lo:k_hi, off_c:], zero outside R x C.
+
+    A is A[r, k] = a_ptr[r * lda + k], or a_ptr[k * lda + r] when A_TRANS (A stored K-major: a transposed
+    view of a row-major [K, R] matrix); B[k, c] = b_ptr[k * ldb + c]. A_CG loads A with .cg (L2 only): it
+    is a workspace written by other programs of the same launch.
+    """
+    rr = off_r + tl.arange(0, BR)
+    cc = off_c + tl.arange(0, BC)
+    kk = tl.arange(0, BK)
+    r_ok = rr < R
+    c_ok = cc < C
+    acc = tl.zeros((BR, BC), dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BK):
+        k = k0 + kk
+        k_ok = k < k_hi
+        if A_TRANS:
+            a_ptrs = a_ptr + k[:, None] * lda + rr[None, :]  # [BK, BR]
+            a_msk = k_ok[:, None] & r_ok[None, :]
+            if A_CG:
+                a_t = tl.load(a_ptrs, mask=a_msk, other=0.0, cache_modifier=".cg")
+            else:
+                a_t = tl.load(a_ptrs, mask=a_msk, other=0.0)
+            a = tl.trans(a_t)  # [BR, BK]
+        else:
+            a_ptrs = a_ptr + rr[:, None] * lda + k[None, :]  # [BR, BK]
+            a_msk = r_ok[:, None] & k_ok[None, :]
+            if A_CG:
+                a = tl.load(a_ptrs, mask=a_msk, other=0.0, cache_modifier=".cg")
+            else:
+                a = tl.load(a_ptrs, mask=a_msk, other=0.0)
+        b = tl.load(b_ptr + k[:, None] * ldb + cc[None, :], mask=k_ok[:, None] & c_ok[None, :], other=0.0)
+        acc = _mma(a, b, acc, PREC)
+    return acc
+
+
+@triton.jit
+def _q_recompute_loop(
+    g,
+    ld_g,
+    w_out,
+    h2,
+    w_hid,
+    D,
+    KG,
+    M,
+    k_lo,
+    k_hi,
+    off_r,
+    off_c,
+    BR: tl.constexpr,
+    BC: tl.constexpr,
+    BK: tl.constexpr,
+    PREC: tl.constexpr,
+):
+    """acc[BR, BC] = D2[off_r:, k_lo:k_hi] @ W_hid[k_lo:k_hi, off_c:] with D2 recomputed chunk by chunk:
+    D2[m, k] = (G[m, :KG] @ W_out[:KG, k]) * (H2[m, k] > 0) (the same fp16 rounding as the workspace)."""
+    rr = off_r + tl.arange(0, BR)
+    cc = off_c + tl.arange(0, BC)
+    kk = tl.arange(0, BK)
+    gk = tl.arange(0, 32)
+    r_ok = rr < M
+    c_ok = cc < D
+    g_ok = gk < KG
+    gt = tl.load(g + rr[:, None] * ld_g + gk[None, :], mask=r_ok[:, None] & g_ok[None, :], other=0.0)
+    acc = tl.zeros((BR, BC), dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BK):
+        k = k0 + kk
+        k_ok = k < k_hi
+        wo = tl.load(w_out + gk[:, None] * D + k[None, :], mask=g_ok[:, None] & k_ok[None, :], other=0.0)
+        pre2 = tl.load(h2 + rr[:, None] * D + k[None, :], mask=r_ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(w_hid + k[:, None] * D + cc[None, :], mask=k_ok[:, None] & c_ok[None, :], other=0.0)
+        d2 = _mma(gt, wo, tl.zeros((BR, BK), dtype=tl.float32), PREC)
+        d2 = tl.where(pre2 > 0, d2, 0.0)
+        if PREC == "fp16":
+            d2 = d2.to(tl.float16)
+        acc = _mma(d2, b, acc, PREC)
+    return acc
+
+
+@triton.jit
+def _row_sums_t(a_ptr, lda, R, K, off_r, A_CG: tl.constexpr, BR: tl.constexpr, BK: tl.constexpr):
+    """sum_k A[r, k] for A stored K-major (A[r, k] = a_ptr[k * lda + r]): a bias gradient, in fp32.
+
+    A separate pass (only the first column tile runs it): summing inside the MMA loop would serialise the
+    wgmma pipeline (ptxas C7515).
+    """
+    rr = off_r + tl.arange(0, BR)
+    kk = tl.arange(0, BK)
+    r_ok = rr < R
+    rs = tl.zeros((BR,), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k = k0 + kk
+        ptrs = a_ptr + k[:, None] * lda + rr[None, :]
+        msk = (k < K)[:, None] & r_ok[None, :]
+        if A_CG:
+            a_t = tl.load(ptrs, mask=msk, other=0.0, cache_modifier=".cg")
+        else:
+            a_t = tl.load(ptrs, mask=msk, other=0.0)
+        rs += tl.sum(a_t.to(tl.float32), axis=0)
+    return rs
+
+
+@triton.jit
+def _store_grad(
+    acc,
+    out_ptr,
+    ld,
+    bias_ptr,
+    a_ptr,
+    lda,
+    R,
+    C,
+    K,
+    off_r,
+    off_c,
+    A_CG: tl.constexpr,
+    BR: tl.constexpr,
+    BC: tl.constexpr,
+    BK: tl.constexpr,
+):
+    """A weight-gradient tile; the first column tile also writes the bias gradient (row sums of A)."""
+    rr = off_r + tl.arange(0, BR)
+    cc = off_c + tl.arange(0, BC)
+    r_ok = rr < R
+    tl.store(out_ptr + rr[:, None] * ld + cc[None, :], acc, mask=r_ok[:, None] & (cc < C)[None, :])
+    if off_c == 0:
+        rs = _row_sums_t(a_ptr, lda, R, K, off_r, A_CG, BR, BK)
+        tl.store(bias_ptr + rr, rs, mask=r_ok)
+
+
+@triton.jit
+def _wait_for(cnt_ptr, target):
+    """Spin until *cnt_ptr >= target, then acquire and let the whole program go on.
+
+    The poll is a volatile load (a read, not a read-modify-write that would queue behind the producers'
+    increments at the counter's L2 slice); one acquire RMW after it orders the workspace reads that follow.
+    """
+    seen = tl.load(cnt_ptr, volatile=True)
+    while seen < target:
+        seen = tl.load(cnt_ptr, volatile=True)
+    tl.atomic_add(cnt_ptr, 0, sem="acquire")
+    tl.debug_barrier()
+
+
+@triton.jit
+def _signal(cnt_ptr):
+    """Publish this program's stores (all threads done, then a release increment)."""
+    tl.debug_barrier()
+    tl.atomic_add(cnt_ptr, 1, sem="release")
+
+
+@triton.jit
+def _reduce_split(acc, part, tile_cnt, ks, nsplit, BR: tl.constexpr, BC: tl.constexpr):
+    """Split-K: store this item's partial tile, count it in; the last arriver adds the others.
+
+    Returns (last, acc): `last` is true in exactly one of the tile's nsplit items, whose acc is then the
+    full sum; that item also puts the tile counter back to zero (nobody touches it again this call).
+    """
+    offs = tl.arange(0, BR)[:, None] * BC + tl.arange(0, BC)[None, :]
+    tl.store(part + ks * (BR * BC) + offs, acc, cache_modifier=".cg")
+    tl.debug_barrier()
+    old = tl.atomic_add(tile_cnt, 1, sem="acq_rel")
+    last = old == nsplit - 1
+    if last:
+        tl.debug_barrier()
+        for s in range(0, nsplit):
+            if s != ks:
+                acc += tl.load(part + s * (BR * BC) + offs, cache_modifier=".cg")
+        tl.store(tile_cnt, 0)
+    return last, acc
+
+
+@triton.jit
+def _split(u, n_iou, n_hyp):
+    """Item u of a stage -> (mlp, local index): the IoU items first, then n_hyp items per hypernetwork."""
+    is_hyp = u >= n_iou
+    v = u - n_iou
+    j = v // tl.maximum(n_hyp, 1)
+    mlp = _sel(is_hyp, 1 + j, 0)
+    lt = _sel(is_hyp, v - j * n_hyp, u)
+    return mlp, lt
+
+
+@triton.jit(do_not_specialize=["M"])
+def _fused_bwd_kernel(
+    # inputs (biases are not read by the backward)
+    g_iou,  # grad_iou_scores [M, 4]
+    g_hyp,  # grad_hyper_weights [M, 4, 32]
+    x_iou,  # iou_token_out [M, 256]
+    x_hyp,  # mask_tokens_out [M, 4, 256]
+    w_in_iou,  # [1024, 256]
+    w_hid_iou,  # [1024, 1024]
+    w_out_iou,  # [4, 1024]
+    h1_iou,  # [M, 1024] pre-ReLU
+    h1r_iou,  # [M, 1024]
+    h2_iou,  # [M, 1024] pre-ReLU
+    h2r_iou,  # [M, 1024]
+    w_in_hyp,  # [4, 256, 256]
+    w_hid_hyp,  # [4, 256, 256]
+    w_out_hyp,  # [4, 32, 256]
+    h1_0,
+    h1_1,
+    h1_2,
+    h1_3,  # [M, 256] each, pre-ReLU
+    h1r_0,
+    h1r_1,
+    h1r_2,
+    h1r_3,
+    h2_0,
+    h2_1,
+    h2_2,
+    h2_3,
+    h2r_0,
+    h2r_1,
+    h2r_2,
+    h2r_3,
+    # outputs
+    dx_iou,  # [M, 256]
+    dx_hyp,  # [M, 4, 256]
+    dw_in_iou,  # [1024, 256]
+    db_in_iou,  # [1024]
+    dw_hid_iou,  # [1024, 1024]
+    db_hid_iou,  # [1024]
+    dw_out_iou,  # [4, 1024]
+    db_out_iou,  # [4]
+    dw_in_hyp,  # [4, 256, 256]
+    db_in_hyp,  # [4, 256]
+    dw_hid_hyp,  # [4, 256, 256]
+    db_hid_hyp,  # [4, 256]
+    dw_out_hyp,  # [4, 32, 256]
+    db_out_hyp,  # [4, 32]
+    # workspaces and sync
+    ws_d2,  # [M*1024 + 4*M*256] fp16 (fp32 unless fp16 operands): D2 of the IoU MLP, then hypernetworks 0..3
+    ws_d1,  # same layout, D1
+    ws_qp,  # fp32 split-K partials of Q: [Q tiles, max splits, QM * QN]
+    ws_tp,  # fp32 split-K partials of T: [T tiles, max splits, TM * TN] (unused with T_ATOMIC)
+    cnt,  # int32 [16]: this call's header (zero at entry)
+    cnt_next,  # int32 [16]: the next call's header (zeroed here by ticket 0)
+    cnt_tile,  # int32 per-tile split-K counters (zero at entry, left zero)
+    M,
+    PM: tl.constexpr,
+    PN: tl.constexpr,
+    ON: tl.constexpr,
+    OK: tl.constexpr,
+    QM: tl.constexpr,
+    QN: tl.constexpr,
+    QKS: tl.constexpr,
+    QBK: tl.constexpr,
+    RM: tl.constexpr,
+    RN: tl.constexpr,
+    RK: tl.constexpr,
+    TM: tl.constexpr,
+    TN: tl.constexpr,
+    TKS: tl.constexpr,
+    TBK: tl.constexpr,
+    SM: tl.constexpr,
+    SN: tl.constexpr,
+    SK: tl.constexpr,
+    Q_RECOMP: tl.constexpr,
+    PRE: tl.constexpr,
+    T_ATOMIC: tl.constexpr,
+    ORDER: tl.constexpr,
+    PREC: tl.constexpr,
+):
+    OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
+    PK: tl.constexpr = 32  # K of stage P (KG = 4 or 32, zero-padded)
+    SQ_MAX: tl.constexpr = (1024 + QKS - 1) // QKS  # most K splits of a Q tile (IoU)
+    ST_MAX: tl.constexpr = (1024 + TKS - 1) // TKS
+
+    t = tl.atomic_add(cnt + 0, 1, sem="relaxed")  # ticket: the order programs really started in
+    if t == 0:
+        tl.store(cnt_next + tl.arange(0, 16), tl.zeros((16,), dtype=tl.int32))
+
+    # ---- items per stage (IoU tiles, hypernetwork tiles per MLP, K splits) ---------------------------
+    zero = M * 0
+    mt_p = tl.cdiv(M, PM)
+    np_i = mt_p * ((1024 + PN - 1) // PN)
+    np_h = mt_p * ((256 + PN - 1) // PN)
+    no_i = zero + (1024 + ON - 1) // ON
+    no_h = zero + (256 + ON - 1) // ON
+    mt_q = tl.cdiv(M, QM)
+    nq_i = mt_q * ((1024 + QN - 1) // QN)
+    nq_h = mt_q * ((256 + QN - 1) // QN)
+    sq_i = zero + SQ_MAX
+    sq_h = zero + (256 + QKS - 1) // QKS
+    nr_i = zero + ((1024 + RM - 1) // RM) * ((1024 + RN - 1) // RN)
+    nr_h = zero + ((256 + RM - 1) // RM) * ((256 + RN - 1) // RN)
+    mt_t = tl.cdiv(M, TM)
+    nt_i = mt_t * ((256 + TN - 1) // TN)
+    nt_h = nt_i
+    st_i = zero + ST_MAX
+    st_h = zero + (256 + TKS - 1) // TKS
+    ns_i = zero + ((1024 + SM - 1) // SM) * ((256 + SN - 1) // SN)
+    ns_h = zero + ((256 + SM - 1) // SM) * ((256 + SN - 1) // SN)
+    n0 = np_i + 4 * np_h
+    n1 = no_i + 4 * no_h
+    n2 = nq_i * sq_i + 4 * nq_h * sq_h
+    n3 = nr_i + 4 * nr_h
+    n4 = nt_i * st_i + 4 * nt_h * st_h
+    n5 = ns_i + 4 * ns_h
+
+    # ---- locate the item: stage (in ORDER), index u inside the stage -------------------------------
+    stage = zero - 1
+    u = t
+    start = zero
+    for pos in tl.static_range(6):
+        n = _pick6((ORDER >> (4 * pos)) & 15, n0, n1, n2, n3, n4, n5)
+        if t >= start:
+            stage = zero + ((ORDER >> (4 * pos)) & 15)
+            u = t - start
+        start = start + n
+    n_iou = _pick6(stage, np_i, no_i, nq_i * sq_i, nr_i, nt_i * st_i, ns_i)
+    n_hyp = _pick6(stage, np_h, no_h, nq_h * sq_h, nr_h, nt_h * st_h, ns_h)
+    mlp, lt = _split(u, n_iou, n_hyp)
+
+    # ---- this MLP's tensors ---------------------------------------------------------------------------
+    is_iou = mlp == 0
+    j = tl.maximum(mlp - 1, 0)  # hypernetwork index (0 for the IoU MLP; unused there)
+    D = _sel(is_iou, 1024, 256)
+    KG = _sel(is_iou, 4, 32)
+    g = _sel(is_iou, g_iou, g_hyp + j * 32)  # G[m, k] = g[m * ld_g + k]
+    ld_g = _sel(is_iou, 4, 128)
+    x = _sel(is_iou, x_iou, x_hyp + j * 256)  # X[m, c] = x[m * ld_x + c]
+    ld_x = _sel(is_iou, 256, 1024)
+    w_in = _sel(is_iou, w_in_iou, w_in_hyp + j * 65536)  # [D, 256]
+    w_hid = _sel(is_iou, w_hid_iou, w_hid_hyp + j * 65536)  # [D, D]
+    w_out = _sel(is_iou, w_out_iou, w_out_hyp + j * 8192)  # [KG, D]
+    h1 = _pick5(mlp, h1_iou, h1_0, h1_1, h1_2, h1_3)
+    h1r = _pick5(mlp, h1r_iou, h1r_0, h1r_1, h1r_2, h1r_3)
+    h2 = _pick5(mlp, h2_iou, h2_0, h2_1, h2_2, h2_3)
+    h2r = _pick5(mlp, h2r_iou, h2r_0, h2r_1, h2r_2, h2r_3)
+    ws_off = _sel(is_iou, 0, M * 1024 + j * M * 256)
+    d2 = ws_d2 + ws_off  # [M, D]
+    d1 = ws_d1 + ws_off  # [M, D]
+    p_target = mt_p * tl.cdiv(D, PN)  # P tiles of this MLP
+    q_target = mt_q * tl.cdiv(D, QN)  # Q tiles of this MLP
+
+    # ---- the item ---------------------------------------------------------------------------------------
+    if stage == 0:
+        # P: D2 = (G @ W_out) * (H2 > 0)
+        n_c = tl.cdiv(D, PN)
+        off_r = (lt // n_c) * PM
+        off_c = (lt % n_c) * PN
+        acc_p = _gemm_loop(g, ld_g, w_out, D, M, D, 0, KG, off_r, off_c, False, False, PM, PN, PK, PREC)
+        rr = off_r + tl.arange(0, PM)
+        cc = off_c + tl.arange(0, PN)
+        msk = (rr < M)[:, None] & (cc < D)[None, :]
+        offs = rr[:, None] * D + cc[None, :]
+        pre2 = tl.load(h2 + offs, mask=msk, other=0.0)
+        tl.store(d2 + offs, tl.where(pre2 > 0, acc_p, 0.0).to(d2.dtype.element_ty), mask=msk)
+        _signal(cnt + _CNT_P + mlp)
+    elif stage == 1:
+        # O: dW_out[k, n] = sum_m G[m, k] H2r[m, n]; db_out[k] = sum_m G[m, k]
+        off_c = lt * ON
+        acc_o = _gemm_loop(g, ld_g, h2r, D, KG, D, 0, M, 0, off_c, True, False, OM, ON, OK, PREC)
+        dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
+        db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
+        _store_grad(acc_o, dw_out, D, db_out, g, ld_g, KG, D, M, 0, off_c, False, OM, ON, OK)
+    elif stage == 2:
+        # Q: D1 = (D2 @ W_hid) * (H1 > 0), one K range [k_lo, k_hi) of D per item
+        nsplit = tl.cdiv(D, QKS)
+        tile = lt // nsplit
+        ks = lt % nsplit
+        n_c = tl.cdiv(D, QN)
+        off_r = (tile // n_c) * QM
+        off_c = (tile % n_c) * QN
+        k_lo = ks * QKS
+        k_hi = tl.minimum(k_lo + QKS, D)
+        rr = off_r + tl.arange(0, QM)
+        cc = off_c + tl.arange(0, QN)
+        msk = (rr < M)[:, None] & (cc < D)[None, :]
+        offs = rr[:, None] * D + cc[None, :]
+        if Q_RECOMP:
+            acc_q = _q_recompute_loop(
+                g, ld_g, w_out, h2, w_hid, D, KG, M, k_lo, k_hi, off_r, off_c, QM, QN, QBK, PREC
+            )
+        elif PRE:
+            kq = k_lo + tl.arange(0, QKS)
+            b_q = tl.load(
+                w_hid + kq[:, None] * D + cc[None, :], mask=(kq < k_hi)[:, None] & (cc < D)[None, :], other=0.0
+            )
+            _wait_for(cnt + _CNT_P + mlp, p_target)
+            a_q = tl.load(
+                d2 + rr[:, None] * D + kq[None, :],
+                mask=(rr < M)[:, None] & (kq < k_hi)[None, :],
+                other=0.0,
+                cache_modifier=".cg",
+            )
+            acc_q = _mma(a_q, b_q, tl.zeros((QM, QN), dtype=tl.float32), PREC)
+        else:
+            _wait_for(cnt + _CNT_P + mlp, p_target)
+            acc_q = _gemm_loop(d2, D, w_hid, D, M, D, k_lo, k_hi, off_r, off_c, False, True, QM, QN, QBK, PREC)
+        done = nsplit == 1
+        if nsplit > 1:
+            tile_g = _sel(is_iou, tile, nq_i + j * nq_h + tile)  # Q tiles of all MLPs, IoU first
+            done, acc_q = _reduce_split(
+                acc_q, ws_qp + tile_g * (SQ_MAX * QM * QN), cnt_tile + tile_g, ks, nsplit, QM, QN
+            )
+        if done:
+            pre1 = tl.load(h1 + offs, mask=msk, other=0.0)
+            tl.store(d1 + offs, tl.where(pre1 > 0, acc_q, 0.0).to(d1.dtype.element_ty), mask=msk)
+            if T_ATOMIC:
+                # zero dx[rows of this tile, cols off_c .. off_c + QN] (inside 0..255): T adds into it
+                dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
+                ld_dx_z = _sel(is_iou, 256, 1024)
+                z_msk = (rr < M)[:, None] & (cc < 256)[None, :]
+                tl.store(dx_z + rr[:, None] * ld_dx_z + cc[None, :], tl.zeros((QM, QN), dtype=tl.float32), mask=z_msk)
+            _signal(cnt + _CNT_Q + mlp)
+    elif stage == 3:
+        # R: dW_hid[o, i] = sum_m D2[m, o] H1r[m, i]; db_hid[o] = sum_m D2[m, o]
+        _wait_for(cnt + _CNT_P + mlp, p_target)
+        n_c = tl.cdiv(D, RN)
+        off_r = (lt // n_c) * RM
+        off_c = (lt % n_c) * RN
+        acc_r = _gemm_loop(d2, D, h1r, D, D, D, 0, M, off_r, off_c, True, True, RM, RN, RK, PREC)
+        dw_hid = _sel(is_iou, dw_hid_iou, dw_hid_hyp + j * 65536)
+        db_hid = _sel(is_iou, db_hid_iou, db_hid_hyp + j * 256)
+        _store_grad(acc_r, dw_hid, D, db_hid, d2, D, D, D, M, off_r, off_c, True, RM, RN, RK)
+    elif stage == 4:
+        # T: dx[m, c] = sum_i D1[m, i] W_in[i, c], one K range of D per item
+        nsplit = tl.cdiv(D, TKS)
+        tile = lt // nsplit
+        ks = lt % nsplit
+        n_c = tl.cdiv(256, TN)
+        off_r = (tile // n_c) * TM
+        off_c = (tile % n_c) * TN
+        k_lo = ks * TKS
+        k_hi = tl.minimum(k_lo + TKS, D)
+        rr = off_r + tl.arange(0, TM)
+        cc = off_c + tl.arange(0, TN)
+        if PRE:
+            kt = k_lo + tl.arange(0, TKS)
+            b_t = tl.load(w_in + kt[:, None] * 256 + cc[None, :], mask=(kt < k_hi)[:, None], other=0.0)
+            _wait_for(cnt + _CNT_Q + mlp, q_target)
+            a_t = tl.load(
+                d1 + rr[:, None] * D + kt[None, :],
+                mask=(rr < M)[:, None] & (kt < k_hi)[None, :],
+                other=0.0,
+                cache_modifier=".cg",
+            )
+            acc_t = _mma(a_t, b_t, tl.zeros((TM, TN), dtype=tl.float32), PREC)
+        else:
+            _wait_for(cnt + _CNT_Q + mlp, q_target)
+            acc_t = _gemm_loop(d1, D, w_in, 256, M, 256, k_lo, k_hi, off_r, off_c, False, True, TM, TN, TBK, PREC)
+        dx = _sel(is_iou, dx_iou, dx_hyp + j * 256)
+        ld_dx = _sel(is_iou, 256, 1024)
+        dx_ptrs = dx + rr[:, None] * ld_dx + cc[None, :]
+        dx_msk = (rr < M)[:, None] & (cc < 256)[None, :]
+        if T_ATOMIC:
+            if nsplit > 1:
+                tl.atomic_add(dx_ptrs, acc_t, mask=dx_msk, sem="relaxed")
+            else:
+                tl.store(dx_ptrs, acc_t, mask=dx_msk)
+        else:
+            done = nsplit == 1
+            if nsplit > 1:
+                tile_g = _sel(is_iou, tile, nt_i + j * nt_h + tile)
+                done, acc_t = _reduce_split(
+                    acc_t,
+                    ws_tp + tile_g * (ST_MAX * TM * TN),
+                    cnt_tile + (nq_i + 4 * nq_h) + tile_g,
+                    ks,
+                    nsplit,
+                    TM,
+                    TN,
+                )
+            if done:
+                tl.store(dx_ptrs, acc_t, mask=dx_msk)
+    else:
+        # S: dW_in[i, c] = sum_m D1[m, i] X[m, c]; db_in[i] = sum_m D1[m, i]
+        _wait_for(cnt + _CNT_Q + mlp, q_target)
+        n_c = tl.cdiv(256, SN)
+        off_r = (lt // n_c) * SM
+        off_c = (lt % n_c) * SN
+        acc_s = _gemm_loop(d1, D, x, ld_x, D, 256, 0, M, off_r, off_c, True, True, SM, SN, SK, PREC)
+        dw_in = _sel(is_iou, dw_in_iou, dw_in_hyp + j * 65536)
+        db_in = _sel(is_iou, db_in_iou, db_in_hyp + j * 256)
+        _store_grad(acc_s, dw_in, 256, db_in, d1, D, D, 256, M, off_r, off_c, True, SM, SN, SK)
+
+
+# ------------------------------------------------------------------------------------------ host code
+
+_COUNTERS: dict[torch.device, torch.Tensor] = {}
+_PARITY: dict[torch.device, int] = {}
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _tile_counts(m: int, cfg: Config) -> tuple[int, int]:
+    """Split-K tiles (all MLPs) of Q and of T: the per-tile counters and partial workspaces."""
+    qm, qn, _, _ = cfg.q
+    tm, tn, _, _ = cfg.t
+    nq = _cdiv(m, qm) * (_cdiv(D_IOU, qn) + N_HYP * _cdiv(D_HYP, qn))
+    nt = (1 + N_HYP) * _cdiv(m, tm) * _cdiv(C_IN, tn)
+    return nq, nt
+
+
+def _counters(device: torch.device, n_tiles: int) -> torch.Tensor:
+    """The per-device int32 counter buffer: two headers and >= n_tiles tile counters, zero where unused.
+
+    Grown (a fresh zero buffer) when a call needs more tile counters; every call leaves the tile counters
+    and the next call's header at zero.
+    """
+    buf = _COUNTERS.get(device)
+    if buf is None or buf.numel() < _CNT_TILES + n_tiles:
+        size = _CNT_TILES + max(n_tiles, 4096)
+        if buf is not None:
+            size = max(size, 2 * buf.numel())
+        buf = torch.zeros(size, dtype=torch.int32, device=device)
+        _COUNTERS[device] = buf
+    return buf
+
+
+def _stage_sizes(m: int, cfg: Config) -> dict[str, int]:
+    """Items per stage, IoU and the four hypernetworks together."""
+    (pm, pn), (on, _), (qm, qn, qks, _) = cfg.p, cfg.o, cfg.q
+    (rm, rn, _), (tm, tn, tks, _), (sm, sn, _) = cfg.r, cfg.t, cfg.s
+
+    def both(ti: int, th: int, si: int = 1, sh: int = 1) -> int:
+        return ti * si + N_HYP * th * sh
+
+    return {
+        "P": both(_cdiv(m, pm) * _cdiv(D_IOU, pn), _cdiv(m, pm) * _cdiv(D_HYP, pn)),
+        "O": both(_cdiv(D_IOU, on), _cdiv(D_HYP, on)),
+        "Q": both(
+            _cdiv(m, qm) * _cdiv(D_IOU, qn), _cdiv(m, qm) * _cdiv(D_HYP, qn), _cdiv(D_IOU, qks), _cdiv(D_HYP, qks)
+        ),
+        "R": both(_cdiv(D_IOU, rm) * _cdiv(D_IOU, rn), _cdiv(D_HYP, rm) * _cdiv(D_HYP, rn)),
+        "T": both(_cdiv(m, tm) * _cdiv(C_IN, tn), _cdiv(m, tm) * _cdiv(C_IN, tn), _cdiv(D_IOU, tks), _cdiv(D_HYP, tks)),
+        "S": both(_cdiv(D_IOU, sm) * _cdiv(C_IN, sn), _cdiv(D_HYP, sm) * _cdiv(C_IN, sn)),
+    }
+
+
+def _check(t: torch.Tensor, name: str) -> torch.Tensor:
+    if t.dtype != torch.float32:
+        raise TypeError(f"{name}: expected float32, got {t.dtype}")
+    return t if t.is_contiguous() else t.contiguous()
+
+
+def launch(inputs: list[torch.Tensor], outputs: list[torch.Tensor], cfg: Config) -> None:
+    """Inputs and outputs in definition order (36 and 14 tensors); writes every output element."""
+    (
+        g_iou,
+        g_hyp,
+        x_iou,
+        x_hyp,
+        w_in_iou,
+        _b_in_iou,
+        w_hid_iou,
+        _b_hid_iou,
+        w_out_iou,
+        _b_out_iou,
+        h1_iou,
+        h1r_iou,
+        h2_iou,
+        h2r_iou,
+        w_in_hyp,
+        _b_in_hyp,
+        w_hid_hyp,
+        _b_hid_hyp,
+        w_out_hyp,
+        _b_out_hyp,
+        *hyper_acts,  # hidden1 x4, hidden1_relu x4, hidden2 x4, hidden2_relu x4
+    ) = inputs
+    m = g_iou.numel() // KG_IOU
+    ins = [g_iou, g_hyp, x_iou, x_hyp, w_in_iou, w_hid_iou, w_out_iou, h1_iou, h1r_iou, h2_iou, h2r_iou]
+    ins += [w_in_hyp, w_hid_hyp, w_out_hyp, *hyper_acts]
+    ins = [_check(t, f"input {i}") for i, t in enumerate(ins)]
+    for i, t in enumerate(outputs):
+        if not t.is_contiguous() or t.dtype != torch.float32:
+            raise TypeError(f"output {i}: expected a contiguous float32 tensor")
+    device = g_iou.device
+    ws_elems = max(1, m * (D_IOU + N_HYP * D_HYP))
+    # With fp16 operands the MMAs round D1/D2 to fp16 anyway: storing them so halves their traffic (only
+    # the bias sums see the rounding, ~1e-4 relative).
+    ws_dtype = torch.float16 if cfg.precision == "fp16" else torch.float32
+    ws_d2 = torch.empty(ws_elems, dtype=ws_dtype, device=device)
+    ws_d1 = torch.empty(ws_elems, dtype=ws_dtype, device=device)
+    nq, nt = _tile_counts(m, cfg)
+    (qm, qn, qks, _), (tm, tn, tks, _) = cfg.q, cfg.t
+    ws_qp = torch.empty(max(1, nq * _cdiv(D_IOU, qks) * qm * qn), dtype=torch.float32, device=device)
+    tp_elems = 1 if cfg.t_atomic else nt * _cdiv(D_IOU, tks) * tm * tn
+    ws_tp = torch.empty(max(1, tp_elems), dtype=torch.float32, device=device)
+    buf = _counters(device, nq + nt)
+    par = _PARITY.get(device, 0)
+    _PARITY[device] = 1 - par
+    n_items = sum(_stage_sizes(m, cfg).values())
+    _fused_bwd_kernel[(n_items,)](
+        *ins,
+        *outputs,
+        ws_d2,
+        ws_d1,
+        ws_qp,
+        ws_tp,
+        buf[par * _HDR :],
+        buf[(1 - par) * _HDR :],
+        buf[_CNT_TILES:],
+        m,
+        PM=cfg.p[0],
+        PN=cfg.p[1],
+        ON=cfg.o[0],
+        OK=cfg.o[1],
+        QM=cfg.q[0],
+        QN=cfg.q[1],
+        QKS=cfg.q[2],
+        QBK=cfg.q[3],
+        RM=cfg.r[0],
+        RN=cfg.r[1],
+        RK=cfg.r[2],
+        TM=cfg.t[0],
+        TN=cfg.t[1],
+        TKS=cfg.t[2],
+        TBK=cfg.t[3],
+        SM=cfg.s[0],
+        SN=cfg.s[1],
+        SK=cfg.s[2],
+        Q_RECOMP=cfg.q_recompute,
+        PRE=cfg.prefetch,
+        T_ATOMIC=cfg.t_atomic,
+        ORDER=cfg.order_code(),
+        PREC=cfg.precision,
+        num_warps=cfg.num_warps,
+        num_stages=cfg.num_stages,
+    )
+
+
+def run(
+    grad_iou_scores,
+    grad_hyper_weights,
+    iou_token_out,
+    mask_tokens_out,
+    iou_proj_in_weight,
+    iou_proj_in_bias,
+    iou_hidden_weight,
+    iou_hidden_bias,
+    iou_proj_out_weight,
+    iou_proj_out_bias,
+    iou_hidden1,
+    iou_hidden1_relu,
+    iou_hidden2,
+    iou_hidden2_relu,
+    hyper_proj_in_weights,
+    hyper_proj_in_biases,
+    hyper_hidden_weights,
+    hyper_hidden_biases,
+    hyper_proj_out_weights,
+    hyper_proj_out_biases,
+    hyper_hidden1_0,
+    hyper_hidden1_1,
+    hyper_hidden1_2,
+    hyper_hidden1_3,
+    hyper_hidden1_relu_0,
+    hyper_hidden1_relu_1,
+    hyper_hidden1_relu_2,
+    hyper_hidden1_relu_3,
+    hyper_hidden2_0,
+    hyper_hidden2_1,
+    hyper_hidden2_2,
+    hyper_hidden2_3,
+    hyper_hidden2_relu_0,
+    hyper_hidden2_relu_1,
+    hyper_hidden2_relu_2,
+    hyper_hidden2_relu_3,
+    grad_iou_token_out,
+    grad_mask_tokens_out,
+    grad_iou_proj_in_weight,
+    grad_iou_proj_in_bias,
+    grad_iou_hidden_weight,
+    grad_iou_hidden_bias,
+    grad_iou_proj_out_weight,
+    grad_iou_proj_out_bias,
+    grad_hyper_proj_in_weights,
+    grad_hyper_proj_in_biases,
+    grad_hyper_hidden_weights,
+    grad_hyper_hidden_biases,
+    grad_hyper_proj_out_weights,
+    grad_hyper_proj_out_biases,
+) -> None:
+    """Entry point (destination-passing style): inputs, then outputs, in definition order."""
+    inputs = [
+        grad_iou_scores,
+        grad_hyper_weights,
+        iou_token_out,
+        mask_tokens_out,
+        iou_proj_in_weight,
+        iou_proj_in_bias,
+        iou_hidden_weight,
+        iou_hidden_bias,
+        iou_proj_out_weight,
+        iou_proj_out_bias,
+        iou_hidden1,
+        iou_hidden1_relu,
+        iou_hidden2,
+        iou_hidden2_relu,
+        hyper_proj_in_weights,
+        hyper_proj_in_biases,
+        hyper_hidden_weights,
+        hyper_hidden_biases,
+        hyper_proj_out_weights,
+        hyper_proj_out_biases,
+        hyper_hidden1_0,
+        hyper_hidden1_1,
+        hyper_hidden1_2,
+        hyper_hidden1_3,
+        hyper_hidden1_relu_0,
+        hyper_hidden1_relu_1,
+        hyper_hidden1_relu_2,
+        hyper_hidden1_relu_3,
+        hyper_hidden2_0,
+        hyper_hidden2_1,
+        hyper_hidden2_2,
+        hyper_hidden2_3,
+        hyper_hidden2_relu_0,
+        hyper_hidden2_relu_1,
+        hyper_hidden2_relu_2,
+        hyper_hidden2_relu_3,
+    ]
+    outputs = [
+        grad_iou_token_out,
+        grad_mask_tokens_out,
+        grad_iou_proj_in_weight,
+        grad_iou_proj_in_bias,
+        grad_iou_hidden_weight,
+        grad_iou_hidden_bias,
+        grad_iou_proj_out_weight,
+        grad_iou_proj_out_bias,
+        grad_hyper_proj_in_weights,
+        grad_hyper_proj_in_biases,
+        grad_hyper_hidden_weights,
+        grad_hyper_hidden_biases,
+        grad_hyper_proj_out_weights,
+        grad_hyper_proj_out_biases,
+    ]
+    m = grad_iou_scores.numel() // KG_IOU
+    launch(inputs, outputs, pick_config(m))
