@@ -1,0 +1,571 @@
+"""SAM-HQ ViT-B block with 14x14 window attention (task 077) in Triton, matmuls on the tensor cores.
+
+Maths, per image b and real token t = (r, c) (rows of x in image layout, [B*H*W, 768]):
+    a          = LN1(x), zero-padded to Hp x Wp (multiples of 14)
+    q, k, v    = a Wqkv^T + bqkv                  padded tokens: q = k = v = the bias, exactly
+    s[i, j]    = q_i.k_j / 8 + q_i.Rh[hi - hj + 13] + q_i.Rw[wi - wj + 13]     i, j in one 14x14 window
+    o_i        = softmax_j(s[i, :]) v             12 heads of 64; padded keys take part, padded queries
+                                                  are cropped, so they are never computed
+    x1         = x + o Wp^T + bp
+    y          = x1 + W2 gelu_erf(W1 LN2(x1) + b1) + b2
+
+Everything runs on the B*H*W real tokens in image layout; windows are gathered by the attention kernel,
+so no padded or windowed copy of anything exists. Per chunk of whole 14-row bands (contiguous rows):
+    1. LN1(x)                      -> a   [T, 768]   operand dtype
+    2. a Wqkv^T + bqkv             -> qkv [T, 2304]  operand dtype
+    3. window attention(qkv)       -> a   [T, 768]   (o; one program = window x head x query tile)
+    4. x + a Wp^T + bp             -> out [T, 768]   fp32 (x1 lives in the output)
+    5. LN2(out)                    -> a
+    6. gelu(a W1^T + b1)           -> h   [T, 3072]  (reuses the qkv space)
+    7. out + h W2^T + b2           -> out            (in place: every element read and written by one program)
+
+Precision: "fp16" (default) rounds only matmul operands to fp16 (10-bit mantissa like TF32, twice the tensor
+rate): the intermediates a, qkv, o, h, which only feed matmuls, are stored in fp16; LayerNorm, softmax,
+biases, residuals and every accumulator are fp32. "tf32" keeps fp32 intermediates and uses
+tl.dot(input_precision="tf32"). The rel-pos bias enters the logits through a one-hot matmul (BIAS_MODE 2)
+as an fp16 hi + lo pair, so it is not rounded beyond fp32.
+
+Window attention layout: a window's 14x14 tokens sit in a 16x16 slot grid, slot = 16 * row + col, so
+the key slots of a block form whole window rows and the decomposed bias is a broadcast
+bias[i, (kh, kw)] = A_h[i, kh] + A_w[i, kw], with A_h[i, kh] = q_i.Rh[qh_i - kh + 13] picked from
+T_h = q Rh^T [BM, 32] by a small gather. Slots with row or column >= 14 are masked (-inf); window
+tokens outside the image are the zero-padded ones: k = k-bias, v = v-bias.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+HIDDEN = 768
+HEADS = 12
+HEAD_DIM = 64
+WINDOW = 14
+MLP_DIM = 3072
+QKV_DIM = 3 * HIDDEN
+REL_SIZE = 2 * WINDOW - 1  # 27 relative offsets per axis
+SLOTS = 256  # 16 x 16 slot grid per window (196 used)
+
+#: "fp16" (fp16 matmul operands, fp32 accumulation) or "tf32" (fp32 operands, TF32 tensor cores).
+OPERAND_PRECISION = "fp16"
+
+#: GEMM launch configurations: (kind, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages[, CTAs/SM]).
+#: kind "ptr": pointer loads, one tile per program; "tma": TMA loads, one tile per program;
+#: "tma_persistent": TMA loads, CTAs/SM x #SM programs looping over tiles, one flattened pipeline.
+#: N (2304, 768, 3072) must be a multiple of BLOCK_N and K (768, 3072) of BLOCK_K.
+GEMM_CONFIGS: dict[str, dict[str, tuple]] = {
+    "fp16": {
+        "qkv": ("ptr", 128, 256, 64, 8, 8, 3),
+        "proj": ("ptr", 128, 128, 64, 8, 8, 3),
+        "mlp1": ("ptr", 128, 256, 64, 8, 8, 3),
+        "mlp2": ("ptr", 128, 128, 64, 8, 8, 3),
+    },
+    "tf32": {
+        "qkv": ("ptr", 128, 256, 32, 8, 8, 3),
+        "proj": ("ptr", 128, 128, 32, 8, 8, 3),
+        "mlp1": ("ptr", 128, 128, 32, 8, 8, 3),
+        "mlp2": ("ptr", 128, 128, 32, 8, 8, 3),
+    },
+}
+#: Window attention: (BLOCK_M query slots, BLOCK_N key slots, BIAS_MODE, num_warps, num_stages).
+#: BIAS_MODE 0: gather T_h/T_w per logit; 1: gather A_h/A_w, broadcast + reshape; 2: one-hot dot on the
+#: tensor cores with the bias as fp16 hi + lo; 3: the same, hi only (the bias rounded to fp16).
+ATTN_CONFIGS: dict[str, tuple[int, int, int, int, int]] = {
+    "fp16": (64, 256, 2, 4, 1),
+    "tf32": (128, 64, 2, 8, 1),
+}
+#: LayerNorm: (rows per program, num_warps).
+LN_CONFIG: tuple[int, int] = (4, 4)
+#: Scratch space (bytes) the chunking may use at least; beyond it, at most the size of the input x.
+MIN_WORKSPACE_BYTES = 512 * 2**20
+
+EPILOGUE_BIAS = 0  # c = acc + bias
+EPILOGUE_GELU = 1  # c = gelu_erf(acc + bias)
+EPILOGUE_RESIDUAL = 2  # c = (residual + bias) + acc, fp32; residual may be c itself
+_LOG2E = 1.4426950408889634
+
+
+# --------------------------------------------------------------------------------------------- kernels
+# Integer arguments that vary with the image are not specialised (no divisibility variants): one compiled
+# kernel per configuration and dtype serves every workload.
+
+
+@triton.jit(do_not_specialize=["n_rows", "eps"])
+def _layernorm_kernel(
+    x_ptr,  # [n_rows, C] fp32
+    w_ptr,  # [C] fp32
+    b_ptr,  # [C] fp32
+    y_ptr,  # [n_rows, C] operand dtype
+    n_rows,
+    eps,
+    C: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+    ROWS: tl.constexpr,
+):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_C)
+    col_ok = cols < C
+    mask = (rows < n_rows)[:, None] & col_ok[None, :]
+    offs = rows.to(tl.int64)[:, None] * C + cols[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    mean = tl.sum(x, 1) / C
+    xc = tl.where(col_ok[None, :], x - mean[:, None], 0.0)
+    var = tl.sum(xc * xc, 1) / C  # biased variance, as the reference
+    rstd = 1.0 / tl.sqrt(var + eps)
+    w = tl.load(w_ptr + cols, mask=col_ok, other=0.0)
+    b = tl.load(b_ptr + cols, mask=col_ok, other=0.0)
+    y = xc * rstd[:, None] * w[None, :] + b[None, :]
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _tile_coords(
+    tile, M, N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr
+):
+    # grouped order: GROUP_M row tiles share each weight column tile while it is in L2
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n: tl.constexpr = N // BLOCK_N
+    pids_in_group = GROUP_M * num_pid_n
+    first_pid_m = (tile // pids_in_group) * GROUP_M
+    group_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (tile % pids_in_group) % group_m
+    pid_n = (tile % pids_in_group) // group_m
+    return pid_m * BLOCK_M, pid_n * BLOCK_N
+
+
+@triton.jit
+def _acc_init(
+    res_ptr,
+    bias_ptr,
+    offs_m,
+    offs_n,
+    M,
+    N: tl.constexpr,
+    EPILOGUE: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+):
+    if EPILOGUE == 2:
+        # the residual seeds the accumulator: no second [BM, BN] fp32 tile is live in the epilogue
+        res = tl.load(res_ptr + offs_m[:, None] * N + offs_n[None, :], mask=(offs_m < M)[:, None], other=0.0)
+        acc = res + tl.load(bias_ptr + offs_n)[None, :]
+    else:
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+    return acc
+
+
+@triton.jit
+def _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N: tl.constexpr, EPILOGUE: tl.constexpr):
+    if EPILOGUE != 2:
+        acc += tl.load(bias_ptr + offs_n)[None, :]
+    if EPILOGUE == 1:  # exact (erf) GELU, as F.gelu's default
+        acc = 0.5 * acc * (1.0 + tl.math.erf(acc * 0.7071067811865476))
+    # int32 offsets: the wrapper keeps M * max(N, K) < 2**31
+    c_ptrs = c_ptr + (offs_m[:, None] * N + offs_n[None, :])
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m < M)[:, None])
+
+
+@triton.jit(do_not_specialize=["M"])
+def _linear_kernel(
+    a_ptr,  # [M, K] operand dtype, row-major
+    w_ptr,  # [N, K] operand dtype (nn.Linear weight)
+    bias_ptr,  # [N] fp32
+    res_ptr,  # [M, N] fp32 (EPILOGUE_RESIDUAL; may alias c_ptr)
+    c_ptr,  # [M, N]
+    M,
+    N: tl.constexpr,
+    K: tl.constexpr,
+    EPILOGUE: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    """One output tile per program; cp.async-pipelined pointer loads."""
+    off_m, off_n = _tile_coords(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_m = off_m + tl.arange(0, BLOCK_M)
+    offs_n = off_n + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    rows = offs_m % M  # rows past M re-read valid rows: no load masks; not stored
+    a_ptrs = a_ptr + rows[:, None] * K + offs_k[None, :]  # [BLOCK_M, BLOCK_K]
+    w_ptrs = w_ptr + offs_n[None, :] * K + offs_k[:, None]  # [BLOCK_K, BLOCK_N] view of W^T
+    acc = _acc_init(res_ptr, bias_ptr, offs_m, offs_n, M, N, EPILOGUE, BLOCK_M, BLOCK_N)
+    for _ in range(0, K // BLOCK_K):
+        a = tl.load(a_ptrs)
+        w = tl.load(w_ptrs)
+        acc = tl.dot(a, w, acc, input_precision="tf32")
+        a_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K
+    _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N, EPILOGUE)
+
+
+@triton.jit(do_not_specialize=["M", "num_programs"])
+def _linear_tma_kernel(
+    a_desc,  # TMA descriptor of A [M, K], block [BLOCK_M, BLOCK_K]
+    w_desc,  # TMA descriptor of W [N, K], block [BLOCK_N, BLOCK_K]
+    bias_ptr,
+    res_ptr,
+    c_ptr,
+    M,
+    num_programs,
+    N: tl.constexpr,
+    K: tl.constexpr,
+    EPILOGUE: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    FLATTEN: tl.constexpr,
+):
+    """TMA loads; programs loop over output tiles (persistent when num_programs < the tile count).
+
+    With FLATTEN the tile and K loops form one software pipeline: the next tile's loads are in flight
+    during this tile's epilogue. Rows past M are zero-filled by TMA and not stored.
+    """
+    num_tiles = tl.cdiv(M, BLOCK_M) * (N // BLOCK_N)
+    for tile in tl.range(tl.program_id(0), num_tiles, num_programs, flatten=FLATTEN):
+        off_m, off_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        offs_m = off_m + tl.arange(0, BLOCK_M)
+        offs_n = off_n + tl.arange(0, BLOCK_N)
+        acc = _acc_init(res_ptr, bias_ptr, offs_m, offs_n, M, N, EPILOGUE, BLOCK_M, BLOCK_N)
+        for kk in range(0, K // BLOCK_K):
+            a = a_desc.load([off_m, kk * BLOCK_K])
+            w = w_desc.load([off_n, kk * BLOCK_K])
+            acc = tl.dot(a, tl.trans(w), acc, input_precision="tf32")
+        _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N, EPILOGUE)
+
+
+@triton.jit(do_not_specialize=["tok0", "H", "W", "n_wh", "n_ww", "band0", "qk_scale"])
+def _window_attention_kernel(
+    qkv_ptr,  # [T, 2304] operand dtype: the chunk's tokens in image layout (row = token - tok0)
+    o_ptr,  # [T, 768] operand dtype
+    qkv_bias_ptr,  # [2304] fp32: q, k, v of the zero-padded tokens
+    rel_h_ptr,  # [27, 64] fp32
+    rel_w_ptr,  # [27, 64] fp32
+    tok0,  # first token of the chunk
+    H,
+    W,
+    n_wh,  # windows per image column (ceil(H / 14))
+    n_ww,  # windows per image row (ceil(W / 14))
+    band0,  # first band (b * n_wh + window row) of the chunk
+    qk_scale,  # head_dim**-0.5 * log2(e)
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BIAS_MODE: tl.constexpr,
+):
+    LOG2E: tl.constexpr = 1.4426950408889634
+    N_QT: tl.constexpr = 256 // BLOCK_M  # query tiles per window
+    KH: tl.constexpr = BLOCK_N // 16  # window rows per key block
+    pid = tl.program_id(0)
+    qt = pid % N_QT  # query tile fastest: the programs of one (window, head) share K, V in L2
+    head = (pid // N_QT) % 12
+    win = pid // (N_QT * 12)
+    band = band0 + win // n_ww
+    img_row0 = (band // n_wh) * H + (band % n_wh) * 14  # first image row of the window, in [B*H]
+    win_row0 = (band % n_wh) * 14
+    win_col0 = (win % n_ww) * 14
+    d = tl.arange(0, 64)
+    q_col = head * 64 + d  # [64] column of q; k and v at +768, +1536
+
+    # queries: slot = 16 * qh + qw
+    qs = qt * BLOCK_M + tl.arange(0, BLOCK_M)
+    qh = qs // 16
+    qw = qs % 16
+    q_ok = (qh < 14) & (qw < 14) & (win_row0 + qh < H) & (win_col0 + qw < W)
+    q_tok = (img_row0 + qh).to(tl.int64) * W + (win_col0 + qw) - tok0
+    q = tl.load(qkv_ptr + q_tok[:, None] * 2304 + q_col[None, :], mask=q_ok[:, None], other=0.0)
+
+    # T_h[i, r] = q_i . Rh[r] (r < 27; rows 27..31 zero), in log2 units
+    r = tl.arange(0, 32)
+    r_ok = (r < 27)[:, None]
+    rel_h = tl.load(rel_h_ptr + r[:, None] * 64 + d[None, :], mask=r_ok, other=0.0).to(q.dtype)
+    rel_w = tl.load(rel_w_ptr + r[:, None] * 64 + d[None, :], mask=r_ok, other=0.0).to(q.dtype)
+    t_h = tl.dot(q, tl.trans(rel_h), input_precision="tf32") * LOG2E
+    t_w = tl.dot(q, tl.trans(rel_w), input_precision="tf32") * LOG2E
+
+    j16 = tl.arange(0, 16)
+    # A_w[i, kw] = T_w[i, qw_i - kw + 13] (indices clamp at 0 only for masked slots)
+    a_w = tl.gather(t_w, tl.maximum(qw[:, None] + 13 - j16[None, :], 0), 1)  # [BLOCK_M, 16]
+    if BIAS_MODE >= 2:
+        a_h = tl.gather(t_h, tl.maximum(qh[:, None] + 13 - j16[None, :], 0), 1)  # [BLOCK_M, 16]
+        a = tl.reshape(tl.join(a_h, a_w), (BLOCK_M, 32))  # column 2j: A_h[:, j], 2j + 1: A_w[:, j]
+        a_hi = a.to(tl.float16)
+        a_lo = (a - a_hi.to(tl.float32)).to(tl.float16)  # hi + lo = a to ~2^-22 relative
+        e_row = tl.arange(0, 32)
+
+    k_bias = tl.load(qkv_bias_ptr + 768 + q_col).to(q.dtype)
+    v_bias = tl.load(qkv_bias_ptr + 1536 + q_col).to(q.dtype)
+    m_i = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, 64), tl.float32)
+    for kb in tl.static_range(256 // BLOCK_N):
+        ks = kb * BLOCK_N + tl.arange(0, BLOCK_N)
+        kh = ks // 16
+        kw = ks % 16
+        k_slot = (kh < 14) & (kw < 14)
+        k_img = k_slot & (win_row0 + kh < H) & (win_col0 + kw < W)
+        k_tok = (img_row0 + kh).to(tl.int64) * W + (win_col0 + kw) - tok0
+        kv_ptrs = qkv_ptr + k_tok[:, None] * 2304 + q_col[None, :]
+        k = tl.load(kv_ptrs + 768, mask=k_img[:, None], other=0.0)
+        v = tl.load(kv_ptrs + 1536, mask=k_img[:, None], other=0.0)
+        k = tl.where(k_img[:, None], k, k_bias[None, :])  # zero-padded tokens: k = bias, v = bias
+        v = tl.where(k_img[:, None], v, v_bias[None, :])
+
+        s = tl.dot(q, tl.trans(k), input_precision="tf32") * qk_scale
+        if BIAS_MODE == 0:
+            s += tl.gather(t_h, tl.maximum(qh[:, None] + 13 - kh[None, :], 0), 1)
+            s += tl.gather(t_w, tl.maximum(qw[:, None] + 13 - kw[None, :], 0), 1)
+        elif BIAS_MODE == 1:
+            jh = kb * KH + tl.arange(0, KH)
+            a_h = tl.gather(t_h, tl.maximum(qh[:, None] + 13 - jh[None, :], 0), 1)  # [BLOCK_M, KH]
+            s += tl.reshape(a_h[:, :, None] + a_w[:, None, :], (BLOCK_M, BLOCK_N))
+        else:
+            # one-hot E[2j, slot] = (kh == j), E[2j + 1, slot] = (kw == j): s += A E, E exact in fp16
+            e_j = (e_row // 2)[:, None]
+            e = tl.where((e_row % 2 == 0)[:, None], kh[None, :] == e_j, kw[None, :] == e_j)
+            e = e.to(tl.float16)
+            s = tl.dot(a_hi, e, s)
+            if BIAS_MODE == 2:  # mode 3 drops the low half: the bias rounded to fp16 (~1e-3 relative)
+                s = tl.dot(a_lo, e, s)
+        s = tl.where(k_slot[None, :], s, float("-inf"))
+
+        # online softmax in base 2 (every key block holds valid keys, so m stays finite)
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision="tf32")
+        m_i = m_new
+
+    o = acc / l_i[:, None]
+    tl.store(o_ptr + q_tok[:, None] * 768 + q_col[None, :], o.to(o_ptr.dtype.element_ty), mask=q_ok[:, None])
+
+
+# --------------------------------------------------------------------------------------------- wrappers
+
+
+def _layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float, y: torch.Tensor):
+    rows, warps = LN_CONFIG
+    n = x.shape[0]
+    _layernorm_kernel[(triton.cdiv(n, rows),)](
+        x, weight, bias, y, n, eps, C=HIDDEN, BLOCK_C=1024, ROWS=rows, num_warps=warps
+    )
+
+
+def _linear(
+    a: torch.Tensor,  # [M, K]
+    w: torch.Tensor,  # [N, K]
+    bias: torch.Tensor,  # [N]
+    c: torch.Tensor,  # [M, N]
+    epilogue: int,
+    cfg: tuple,
+    residual: torch.Tensor | None = None,
+):
+    kind, block_m, block_n, block_k, group_m, warps, stages = cfg[:7]
+    m, k = a.shape
+    n = w.shape[0]
+    if n % block_n or k % block_k:
+        raise ValueError(f"linear {m}x{n}x{k}: N must be a multiple of {block_n}, K of {block_k}")
+    tiles = triton.cdiv(m, block_m) * (n // block_n)
+    res = c if residual is None else residual
+    meta = dict(
+        N=n, K=k, EPILOGUE=epilogue, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m
+    )
+    if kind == "ptr":
+        _linear_kernel[(tiles,)](a, w, bias, res, c, m, **meta, num_warps=warps, num_stages=stages)
+        return
+    if kind not in ("tma", "tma_persistent"):
+        raise ValueError(f"GEMM config kind: expected 'ptr', 'tma' or 'tma_persistent', got {kind!r}")
+    programs = tiles
+    if kind == "tma_persistent":
+        programs = min(tiles, cfg[7] * _num_sms(a.device))
+    a_desc = TensorDescriptor.from_tensor(a, [block_m, block_k])
+    w_desc = TensorDescriptor.from_tensor(w, [block_n, block_k])
+    _linear_tma_kernel[(programs,)](
+        a_desc, w_desc, bias, res, c, m, programs, **meta, FLATTEN=kind == "tma_persistent",
+        num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+
+
+def _num_sms(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 4  # the interpreter: a few programs, so that the tile loop is exercised
+    if device.index not in _NUM_SMS:
+        _NUM_SMS[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
+    return _NUM_SMS[device.index]
+
+
+_NUM_SMS: dict[int | None, int] = {}
+
+
+def _window_attention(
+    qkv: torch.Tensor,  # [T, 2304]
+    o: torch.Tensor,  # [T, 768]
+    qkv_bias: torch.Tensor,
+    rel_pos_h: torch.Tensor,
+    rel_pos_w: torch.Tensor,
+    tok0: int,
+    height: int,
+    width: int,
+    band0: int,
+    n_bands: int,
+    cfg: tuple[int, int, int, int, int],
+):
+    block_m, block_n, bias_mode, warps, stages = cfg
+    n_wh, n_ww = triton.cdiv(height, WINDOW), triton.cdiv(width, WINDOW)
+    grid = (n_bands * n_ww * HEADS * (SLOTS // block_m),)
+    _window_attention_kernel[grid](
+        qkv,
+        o,
+        qkv_bias,
+        rel_pos_h,
+        rel_pos_w,
+        tok0,
+        height,
+        width,
+        n_wh,
+        n_ww,
+        band0,
+        HEAD_DIM**-0.5 * _LOG2E,
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        BIAS_MODE=bias_mode,
+        num_warps=warps,
+        num_stages=stages,
+    )
+
+
+def plan_chunks(batch: int, height: int, width: int, max_tokens: int) -> list[tuple[int, int, int, int]]:
+    """Split the image rows into chunks of whole 14-row bands: [(band0, band1, tok0, tok1)].
+
+    Band g = b * n_wh + window row; bands are contiguous in image layout, and so is any run of them.
+    The fewest chunks with at most max(max_tokens, one band) tokens each, cut near equal token counts.
+    """
+    n_wh = triton.cdiv(height, WINDOW)
+    n_bands = batch * n_wh
+    tokens = batch * height * width
+    starts = [(g // n_wh) * height * width + (g % n_wh) * WINDOW * width for g in range(n_bands + 1)]
+    n_chunks = min(n_bands, triton.cdiv(tokens, max(1, max_tokens)))
+    while True:
+        cuts = [0]
+        for k in range(1, n_chunks):
+            g = bisect.bisect_left(starts, k * tokens / n_chunks)  # nearest band boundary to the ideal cut
+            if g > 0 and k * tokens / n_chunks - starts[g - 1] < starts[g] - k * tokens / n_chunks:
+                g -= 1
+            if cuts[-1] < g < n_bands:
+                cuts.append(g)
+        cuts.append(n_bands)
+        chunks = [(g0, g1, starts[g0], starts[g1]) for g0, g1 in zip(cuts[:-1], cuts[1:], strict=True)]
+        if n_chunks >= n_bands or all(t1 - t0 <= max_tokens or g1 == g0 + 1 for g0, g1, t0, t1 in chunks):
+            return chunks
+        n_chunks += 1
+
+
+def forward(
+    hidden_states: torch.Tensor,  # [B, H, W, 768] fp32
+    qkv_weight: torch.Tensor,  # [2304, 768]
+    qkv_bias: torch.Tensor,  # [2304]
+    proj_weight: torch.Tensor,  # [768, 768]
+    proj_bias: torch.Tensor,  # [768]
+    rel_pos_h: torch.Tensor,  # [27, 64]
+    rel_pos_w: torch.Tensor,  # [27, 64]
+    layer_norm1_weight: torch.Tensor,  # [768]
+    layer_norm1_bias: torch.Tensor,  # [768]
+    layer_norm2_weight: torch.Tensor,  # [768]
+    layer_norm2_bias: torch.Tensor,  # [768]
+    mlp_lin1_weight: torch.Tensor,  # [3072, 768]
+    mlp_lin1_bias: torch.Tensor,  # [3072]
+    mlp_lin2_weight: torch.Tensor,  # [768, 3072]
+    mlp_lin2_bias: torch.Tensor,  # [768]
+    layer_norm_eps: float,
+    output: torch.Tensor,  # [B, H, W, 768] fp32, written
+    *,
+    precision: str | None = None,
+    workspace_bytes: int | None = None,
+) -> None:
+    precision = precision or OPERAND_PRECISION
+    if precision not in ("fp16", "tf32"):
+        raise ValueError(f"precision: expected 'fp16' or 'tf32', got {precision!r}")
+    if not output.is_contiguous():
+        raise ValueError("output: expected a contiguous tensor")
+    op_dtype = torch.float32 if precision == "tf32" else torch.float16
+    gemm = GEMM_CONFIGS[precision]
+    batch, height, width, channels = hidden_states.shape
+    if channels != HIDDEN:
+        raise ValueError(f"hidden_states: expected {HIDDEN} channels, got {channels}")
+    tokens = batch * height * width
+    if tokens == 0:
+        return
+    eps = float(layer_norm_eps)
+
+    def operand(w: torch.Tensor) -> torch.Tensor:  # weights are converted on every call (no caching)
+        return w.to(op_dtype).contiguous()
+
+    w_qkv, w_proj = operand(qkv_weight), operand(proj_weight)
+    w_mlp1, w_mlp2 = operand(mlp_lin1_weight), operand(mlp_lin2_weight)
+    qkv_bias, proj_bias = qkv_bias.contiguous(), proj_bias.contiguous()
+    rel_pos_h, rel_pos_w = rel_pos_h.contiguous(), rel_pos_w.contiguous()
+    x = hidden_states.contiguous().view(tokens, HIDDEN)
+    out = output.view(tokens, HIDDEN)
+
+    # scratch: a [T, 768] + qkv/h [T, 3072] in the operand dtype, T tokens per chunk
+    elem = torch.finfo(op_dtype).bits // 8
+    budget = workspace_bytes if workspace_bytes is not None else max(x.numel() * 4, MIN_WORKSPACE_BYTES)
+    max_tokens = min(budget // ((HIDDEN + MLP_DIM) * elem), (2**31 - 1) // MLP_DIM)  # int32 GEMM offsets
+    chunks = plan_chunks(batch, height, width, max_tokens)
+    t_max = max(t1 - t0 for _, _, t0, t1 in chunks)
+    ws_a = torch.empty((t_max, HIDDEN), dtype=op_dtype, device=x.device)
+    ws_big = torch.empty((t_max * MLP_DIM,), dtype=op_dtype, device=x.device)
+
+    for band0, band1, t0, t1 in chunks:
+        n = t1 - t0
+        a = ws_a[:n]
+        qkv = ws_big[: n * QKV_DIM].view(n, QKV_DIM)
+        h = ws_big[: n * MLP_DIM].view(n, MLP_DIM)
+        x_c, out_c = x[t0:t1], out[t0:t1]
+        _layernorm(x_c, layer_norm1_weight, layer_norm1_bias, eps, a)
+        _linear(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, gemm["qkv"])
+        _window_attention(
+            qkv, a, qkv_bias, rel_pos_h, rel_pos_w, t0, height, width, band0, band1 - band0,
+            ATTN_CONFIGS[precision],
+        )  # fmt: skip
+        _linear(a, w_proj, proj_bias, out_c, EPILOGUE_RESIDUAL, gemm["proj"], residual=x_c)
+        _layernorm(out_c, layer_norm2_weight, layer_norm2_bias, eps, a)
+        _linear(a, w_mlp1, mlp_lin1_bias, h, EPILOGUE_GELU, gemm["mlp1"])
+        _linear(h, w_mlp2, mlp_lin2_bias, out_c, EPILOGUE_RESIDUAL, gemm["mlp2"], residual=out_c)
+
+
+def run(
+    hidden_states,
+    qkv_weight,
+    qkv_bias,
+    proj_weight,
+    proj_bias,
+    rel_pos_h,
+    rel_pos_w,
+    layer_norm1_weight,
+    layer_norm1_bias,
+    layer_norm2_weight,
+    layer_norm2_bias,
+    mlp_lin1_weight,
+    mlp_lin1_bias,
+    mlp_lin2_weight,
+    mlp_lin2_bias,
+    layer_norm_eps,
+    output,
+) -> None:
+    """Entry point (destination-passing style), precision OPERAND_PRECISION."""
+    forward(
+        hidden_states, qkv_weight, qkv_bias, proj_weight, proj_bias, rel_pos_h, rel_pos_w,
+        layer_norm1_weight, layer_norm1_bias, layer_norm2_weight, layer_norm2_bias,
+        mlp_lin1_weight, mlp_lin1_bias, mlp_lin2_weight, mlp_lin2_bias, layer_norm_eps, output,
+    )  # fmt: skip
+
+
+def run_tf32(*args) -> None:
+    """The same block with fp32 intermediates and TF32 tensor-core matmuls (the safe fallback)."""
+    forward(*args, precision="tf32")
