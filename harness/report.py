@@ -158,6 +158,11 @@ def summarize(traces: Sequence[Trace]) -> Summary:
     lats = [lat for t in traces if (lat := latency_ms(t)) is not None]
     if lats:
         s.geomean_latency_ms = _geomean(lats)
+    sols = [
+        sol for t in traces if latency_ms(t) is not None and (sol := (t.evaluation.extra or {}).get("sol_ms"))
+    ]
+    if lats and len(sols) == len(lats):
+        s.geomean_sol_ms = _geomean(sols)
     rows = []
     for t in traces:
         extra = t.evaluation.extra or {}
@@ -237,6 +242,9 @@ def print_table(console: Console, task_name: str, solution: str, traces: Sequenc
     console.print(f"{s.passed}/{s.total} workloads passed", highlight=False)
     if s.geomean_latency_ms is not None:
         line = f"geomean latency {s.geomean_latency_ms:.4f} ms"
+        if s.geomean_sol_ms is not None and not s.n_scored:
+            pct = 100 * s.geomean_sol_ms / s.geomean_latency_ms
+            line += f" · T_SOL {s.geomean_sol_ms:.4f} ms ({pct:.1f}% of SOL; no score without the baseline in the run)"
         if s.n_scored:
             line = (
                 f"geomean over {s.n_scored} workloads: latency {s.geomean_latency_ms:.4f} ms · "
