@@ -269,23 +269,32 @@ def _notes(notes) -> None:
         console.print(f"[yellow]note[/yellow] {note}", highlight=False)
 
 
+def _pack_options(out_help: str):
+    """-o/--out and --target, shared by pack and submit."""
+
+    def decorate(fn):
+        fn = click.option(
+            "--target",
+            type=click.Choice(["B200", "LOCAL"]),
+            default=None,
+            help="Replace the target_hardware list (default: solution.yaml's).",
+        )(fn)
+        return click.option(
+            "-o",
+            "--out",
+            "out_dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=Path("dist"),
+            show_default=True,
+            help=out_help,
+        )(fn)
+
+    return decorate
+
+
 @main.command(name="pack")
 @click.argument("solution_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("dist"),
-    show_default=True,
-    help="Writes <out>/<definition>/<solution>/solution.json (+ .sha256).",
-)
-@click.option(
-    "--target",
-    type=click.Choice(["B200", "LOCAL"]),
-    default=None,
-    help="Replace the target_hardware list (default: solution.yaml's).",
-)
+@_pack_options("Writes <out>/<definition>/<solution>/solution.json (+ .sha256).")
 def pack_cmd(solution_dir, out_dir, target) -> None:
     """Check SOLUTION_DIR and write the official solution.json with every source inlined."""
     from harness.package import pack as pack_solution
@@ -297,21 +306,7 @@ def pack_cmd(solution_dir, out_dir, target) -> None:
 
 @main.command(name="submit")
 @click.argument("solution_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("dist"),
-    show_default=True,
-    help="Where the packed solution.json and summary.json go.",
-)
-@click.option(
-    "--target",
-    type=click.Choice(["B200", "LOCAL"]),
-    default=None,
-    help="Replace the target_hardware list (default: solution.yaml's).",
-)
+@_pack_options("Where the packed solution.json and summary.json go.")
 @click.option("--json", "as_json", is_flag=True, help="One official-layout trace per workload on stdout.")
 def submit_cmd(solution_dir, out_dir, target, as_json) -> None:
     """Pack SOLUTION_DIR, run the full evaluation of the packed JSON, write summary.json beside it."""

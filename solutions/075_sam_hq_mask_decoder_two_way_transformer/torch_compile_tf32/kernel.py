@@ -1,31 +1,16 @@
 """torch.compile of the task's reference with TF32 matmuls: our stand-in for the official scoring baseline.
 
 The leaderboard's baseline T_b is "an optimized PyTorch implementation"; on B200 its times match torch.compile
-with TF32 matmuls. Mode reduce-overhead (CUDA graphs): the reference is many small kernels, so launch overhead
-dominates; each call's fresh input addresses are copied into the graph's static inputs by cudagraph trees.
+with TF32 matmuls. Mode reduce-overhead (CUDA graphs): the reference is many small kernels, so launch overhead dominates.
 Inputs on the CPU (tests, smoke checks) run the reference eagerly: this is a GPU baseline.
 """
 
 from __future__ import annotations
 
-import torch
-
-from harness.tasks import load_task
+from harness.baselines import run_compiled
 
 _TASK = "075_sam_hq_mask_decoder_two_way_transformer"
 _MODE = "reduce-overhead"
-_compiled = None
-
-
-def _compiled_reference():
-    global _compiled
-    if _compiled is None:
-        config = torch._dynamo.config  # one process evaluates all 16 shapes: leave room for recompiles
-        for knob in ("recompile_limit", "cache_size_limit"):
-            if hasattr(config, knob):
-                setattr(config, knob, max(getattr(config, knob), 64))
-        _compiled = torch.compile(load_task(_TASK).reference, mode=_MODE)
-    return _compiled
 
 
 def run(
@@ -73,66 +58,4 @@ def run(
     output_queries,
     output_keys,
 ):
-    inputs = (
-        queries,
-        keys,
-        query_point_embedding,
-        key_point_embedding,
-        self_attn_q_weight,
-        self_attn_q_bias,
-        self_attn_k_weight,
-        self_attn_k_bias,
-        self_attn_v_weight,
-        self_attn_v_bias,
-        self_attn_out_weight,
-        self_attn_out_bias,
-        layer_norm1_weight,
-        layer_norm1_bias,
-        cross_t2i_q_weight,
-        cross_t2i_q_bias,
-        cross_t2i_k_weight,
-        cross_t2i_k_bias,
-        cross_t2i_v_weight,
-        cross_t2i_v_bias,
-        cross_t2i_out_weight,
-        cross_t2i_out_bias,
-        layer_norm2_weight,
-        layer_norm2_bias,
-        mlp_lin1_weight,
-        mlp_lin1_bias,
-        mlp_lin2_weight,
-        mlp_lin2_bias,
-        layer_norm3_weight,
-        layer_norm3_bias,
-        cross_i2t_q_weight,
-        cross_i2t_q_bias,
-        cross_i2t_k_weight,
-        cross_i2t_k_bias,
-        cross_i2t_v_weight,
-        cross_i2t_v_bias,
-        cross_i2t_out_weight,
-        cross_i2t_out_bias,
-        layer_norm4_weight,
-        layer_norm4_bias,
-        skip_first_layer_pe,
-    )
-    if not queries.is_cuda:
-        results = load_task(_TASK).reference(*inputs)
-    else:
-        previous = torch.get_float32_matmul_precision()
-        torch.set_float32_matmul_precision("high")  # TF32 matmuls, restored below
-        try:
-            torch.compiler.cudagraph_mark_step_begin()  # the previous call's graph outputs are copied out
-            results = _compiled_reference()(*inputs)
-        finally:
-            torch.set_float32_matmul_precision(previous)
-    results = results if isinstance(results, tuple | list) else (results,)
-    for dst, src in zip(
-        (
-            output_queries,
-            output_keys,
-        ),
-        results,
-        strict=True,
-    ):
-        dst.copy_(src)
+    run_compiled(_TASK, _MODE, list(locals().values()))  # inputs then outputs, in definition order
