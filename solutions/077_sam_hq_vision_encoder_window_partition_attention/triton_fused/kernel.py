@@ -10,10 +10,11 @@ Maths, per image b and real token t = (r, c) (rows of x in image layout, [B*H*W,
     y          = x1 + W2 gelu_erf(W1 LN2(x1) + b1) + b2
 
 Everything runs on the B*H*W real tokens in image layout; windows are gathered by the attention kernel,
-so no padded or windowed copy of anything exists. Per chunk of whole 14-row bands (contiguous rows):
-    1. LN1(x)                      -> a   [T, 768]   operand dtype
-    2. a Wqkv^T + bqkv             -> qkv [T, 2304]  operand dtype
-    3. window attention(qkv)       -> a   [T, 768]   (o; one program = window x head x query tile)
+so no padded or windowed copy of anything exists. Per chunk of whole 14-row bands (contiguous rows),
+T tokens, seven launches, all prepared before the first one is issued:
+    1. LN1(x), a zero row          -> a   [T + 1, 768]  operand dtype; chunk 0 also converts the weights
+    2. a Wqkv^T + bqkv             -> qkv [T + 1, 2304] operand dtype; row T = the padded token's q, k, v
+    3. window attention(qkv)       -> a   [T, 768]   (o; persistent programs over window x tile x head)
     4. x + a Wp^T + bp             -> out [T, 768]   fp32 (x1 lives in the output)
     5. LN2(out)                    -> a
     6. gelu(a W1^T + b1)           -> h   [T, 3072]  (reuses the qkv space)
@@ -28,8 +29,8 @@ as an fp16 hi + lo pair, so it is not rounded beyond fp32.
 Window attention layout: a window's 14x14 tokens sit in a 16x16 slot grid, slot = 16 * row + col, so
 the key slots of a block form whole window rows and the decomposed bias is a broadcast
 bias[i, (kh, kw)] = A_h[i, kh] + A_w[i, kw], with A_h[i, kh] = q_i.Rh[qh_i - kh + 13] picked from
-T_h = q Rh^T [BM, 32] by a small gather. Slots with row or column >= 14 are masked (-inf); window
-tokens outside the image are the zero-padded ones: k = k-bias, v = v-bias.
+T_h = q Rh^T [BM, 32] by a small gather. Slots with row or column >= 14 get weight 0; window tokens
+outside the image are the zero-padded ones (k = k-bias, v = v-bias: row T of qkv).
 """
 
 from __future__ import annotations
@@ -58,11 +59,11 @@ OPERAND_PRECISION = "fp16"
 #: "tma_persistent": TMA loads, CTAs/SM x #SM programs looping over tiles, one flattened pipeline.
 #: N (2304, 768, 3072) must be a multiple of BLOCK_N and K (768, 3072) of BLOCK_K.
 GEMM_CONFIGS: dict[str, dict[str, tuple]] = {
-    "fp16": {
-        "qkv": ("ptr", 128, 256, 64, 8, 8, 3),
-        "proj": ("ptr", 128, 128, 64, 8, 8, 3),
-        "mlp1": ("ptr", 128, 256, 64, 8, 8, 3),
-        "mlp2": ("ptr", 128, 128, 64, 8, 8, 3),
+    "fp16": {  # tune.py's per-stage winners at 2 x 256 x 256 on the H200 (2026-11-29, second run)
+        "qkv": ("tma_persistent", 128, 256, 64, 8, 8, 3, 1),
+        "proj": ("tma", 128, 128, 64, 8, 4, 3),
+        "mlp1": ("tma_persistent", 128, 256, 64, 8, 8, 3, 1),
+        "mlp2": ("tma", 128, 256, 64, 8, 8, 3),
     },
     "tf32": {
         "qkv": ("ptr", 128, 256, 32, 8, 8, 3),
@@ -71,21 +72,30 @@ GEMM_CONFIGS: dict[str, dict[str, tuple]] = {
         "mlp2": ("ptr", 128, 128, 32, 8, 8, 3),
     },
 }
-#: Window attention: (BLOCK_M query slots, BLOCK_N key slots, BIAS_MODE, num_warps, num_stages).
-#: BIAS_MODE 0: gather T_h/T_w per logit; 1: gather A_h/A_w, broadcast + reshape; 2: one-hot dot on the
-#: tensor cores with the bias as fp16 hi + lo; 3: the same, hi only (the bias rounded to fp16).
-ATTN_CONFIGS: dict[str, tuple[int, int, int, int, int]] = {
-    "fp16": (64, 256, 2, 4, 1),
+#: Window attention. ("persistent", BLOCK_M query slots, BLOCK_N key slots, BIAS_MODE, num_warps, STAGES,
+#: CTAs/SM): fp16 only, programs loop over (window, query tile, head) items with pipelined loads.
+#: (BLOCK_M, BLOCK_N, BIAS_MODE, num_warps, num_stages): one program per item (fp16 or tf32).
+#: The rel-pos bias reaches the logits through a one-hot matmul on the tensor cores: BIAS_MODE 2 with the
+#: bias as fp16 hi + lo (exact to ~2^-22); 3 hi only (the bias rounded to fp16).
+ATTN_CONFIGS: dict[str, tuple] = {
+    "fp16": ("persistent", 128, 256, 2, 8, 2, 1),
     "tf32": (128, 64, 2, 8, 1),
 }
 #: LayerNorm: (rows per program, num_warps).
 LN_CONFIG: tuple[int, int] = (4, 4)
+#: Elements per program of the fp32 -> fp16 weight conversion (divides every weight's size).
+CVT_BLOCK = 8192
+#: Convert the weights inside the first LayerNorm launch (False: torch .to() before it, four launches).
+FUSED_WEIGHT_CONVERSION = True
 #: Scratch space (bytes) the chunking may use at least; beyond it, at most the size of the input x.
 MIN_WORKSPACE_BYTES = 512 * 2**20
 
 EPILOGUE_BIAS = 0  # c = acc + bias
-EPILOGUE_GELU = 1  # c = gelu_erf(acc + bias)
+EPILOGUE_GELU = 1  # c = gelu_erf(acc + bias), erf GELU by a branch-free fit (4e-7 absolute)
+EPILOGUE_GELU_LIBDEVICE = 3  # the same through libdevice erff
 EPILOGUE_RESIDUAL = 2  # c = (residual + bias) + acc, fp32; residual may be c itself
+#: The MLP up-projection's epilogue: EPILOGUE_GELU or EPILOGUE_GELU_LIBDEVICE.
+GELU_EPILOGUE = EPILOGUE_GELU
 _LOG2E = 1.4426950408889634
 
 
@@ -94,32 +104,62 @@ _LOG2E = 1.4426950408889634
 # kernel per configuration and dtype serves every workload.
 
 
-@triton.jit(do_not_specialize=["n_rows", "eps"])
-def _layernorm_kernel(
+@triton.jit(do_not_specialize=["n_rows", "eps", "n_ln_programs"])
+def _prologue_kernel(
     x_ptr,  # [n_rows, C] fp32
     w_ptr,  # [C] fp32
     b_ptr,  # [C] fp32
-    y_ptr,  # [n_rows, C] operand dtype
+    y_ptr,  # [n_rows (+ 1 with PAD_ROW), C] operand dtype
     n_rows,
     eps,
+    n_ln_programs,
+    src0_ptr,  # CONVERT: the four weights (fp32), converted into dst in this order
+    src1_ptr,
+    src2_ptr,
+    src3_ptr,
+    dst_ptr,  # CONVERT: [sum of the weight sizes] fp16
     C: tl.constexpr,
     BLOCK_C: tl.constexpr,
     ROWS: tl.constexpr,
+    PAD_ROW: tl.constexpr,  # also write row n_rows as zeros (its qkv is the qkv bias: the padded token)
+    CONVERT: tl.constexpr,
+    CVT_BLOCK: tl.constexpr,
+    NB0: tl.constexpr,  # conversion blocks per weight
+    NB1: tl.constexpr,
+    NB2: tl.constexpr,
 ):
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    cols = tl.arange(0, BLOCK_C)
-    col_ok = cols < C
-    mask = (rows < n_rows)[:, None] & col_ok[None, :]
-    offs = rows.to(tl.int64)[:, None] * C + cols[None, :]
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    mean = tl.sum(x, 1) / C
-    xc = tl.where(col_ok[None, :], x - mean[:, None], 0.0)
-    var = tl.sum(xc * xc, 1) / C  # biased variance, as the reference
-    rstd = 1.0 / tl.sqrt(var + eps)
-    w = tl.load(w_ptr + cols, mask=col_ok, other=0.0)
-    b = tl.load(b_ptr + cols, mask=col_ok, other=0.0)
-    y = xc * rstd[:, None] * w[None, :] + b[None, :]
-    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+    """LayerNorm of rows (programs < n_ln_programs); with CONVERT the remaining programs convert weights."""
+    pid = tl.program_id(0)
+    if pid < n_ln_programs:
+        rows = pid * ROWS + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK_C)
+        col_ok = cols < C
+        mask = (rows < n_rows)[:, None] & col_ok[None, :]
+        offs = rows.to(tl.int64)[:, None] * C + cols[None, :]
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+        mean = tl.sum(x, 1) / C
+        xc = tl.where(col_ok[None, :], x - mean[:, None], 0.0)
+        var = tl.sum(xc * xc, 1) / C  # biased variance, as the reference
+        rstd = 1.0 / tl.sqrt(var + eps)
+        w = tl.load(w_ptr + cols, mask=col_ok, other=0.0)
+        b = tl.load(b_ptr + cols, mask=col_ok, other=0.0)
+        y = xc * rstd[:, None] * w[None, :] + b[None, :]
+        if PAD_ROW:
+            y = tl.where((rows < n_rows)[:, None], y, 0.0)
+            mask = (rows <= n_rows)[:, None] & col_ok[None, :]
+        tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+    elif CONVERT:
+        blk = pid - n_ln_programs
+        if blk < NB0:
+            src = src0_ptr + blk * CVT_BLOCK
+        elif blk < NB0 + NB1:
+            src = src1_ptr + (blk - NB0) * CVT_BLOCK
+        elif blk < NB0 + NB1 + NB2:
+            src = src2_ptr + (blk - NB0 - NB1) * CVT_BLOCK
+        else:
+            src = src3_ptr + (blk - NB0 - NB1 - NB2) * CVT_BLOCK
+        cvt = tl.arange(0, CVT_BLOCK)
+        tl.store(dst_ptr + blk * CVT_BLOCK + cvt, tl.load(src + cvt).to(dst_ptr.dtype.element_ty))
 
 
 @triton.jit
@@ -159,10 +199,34 @@ def _acc_init(
 
 
 @triton.jit
+def _gelu(x):
+    """Erf GELU, x Phi(x), to 4e-7 absolute (torch's fp32 gelu: 1.2e-6), branch-free and cheap.
+
+    erfc(z) = exp2(z P(min(z, 3.92))) for z = |x| / sqrt(2), P a degree-6 fit (|erf error| <= 1.7e-7 up to
+    3.92, where erfc = 3.5e-8; beyond, the estimate stays below 1e-7 / |x| and decays to 0); then
+    gelu = x - x erfc(z) / 2 for x >= 0, x erfc(z) / 2 below. 12 FMA-pipe operations and one ex2 per
+    element, against ~25 for 0.5 x (1 + erf(x / sqrt(2))) through libdevice.
+    """
+    z = tl.abs(x) * 0.7071067811865476
+    zc = tl.minimum(z, 3.92)
+    p = 9.855933603830636e-05 * zc - 0.0004504449025262147
+    p = p * zc - 0.002330067800357938
+    p = p * zc + 0.029485328122973442
+    p = p * zc - 0.1489824652671814
+    p = p * zc - 0.9183238744735718
+    p = p * zc - 1.6279140710830688
+    half_erfc = tl.exp2(z * p - 1.0)
+    xe = x * half_erfc
+    return tl.where(x >= 0, x - xe, xe)
+
+
+@triton.jit
 def _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N: tl.constexpr, EPILOGUE: tl.constexpr):
     if EPILOGUE != 2:
         acc += tl.load(bias_ptr + offs_n)[None, :]
-    if EPILOGUE == 1:  # exact (erf) GELU, as F.gelu's default
+    if EPILOGUE == 1:
+        acc = _gelu(acc)
+    if EPILOGUE == 3:  # exact (erf) GELU through libdevice erff (reference for EPILOGUE 1)
         acc = 0.5 * acc * (1.0 + tl.math.erf(acc * 0.7071067811865476))
     # int32 offsets: the wrapper keeps M * max(N, K) < 2**31
     c_ptrs = c_ptr + (offs_m[:, None] * N + offs_n[None, :])
@@ -259,7 +323,6 @@ def _window_attention_kernel(
 ):
     LOG2E: tl.constexpr = 1.4426950408889634
     N_QT: tl.constexpr = 256 // BLOCK_M  # query tiles per window
-    KH: tl.constexpr = BLOCK_N // 16  # window rows per key block
     pid = tl.program_id(0)
     qt = pid % N_QT  # query tile fastest: the programs of one (window, head) share K, V in L2
     head = (pid // N_QT) % 12
@@ -290,12 +353,11 @@ def _window_attention_kernel(
     j16 = tl.arange(0, 16)
     # A_w[i, kw] = T_w[i, qw_i - kw + 13] (indices clamp at 0 only for masked slots)
     a_w = tl.gather(t_w, tl.maximum(qw[:, None] + 13 - j16[None, :], 0), 1)  # [BLOCK_M, 16]
-    if BIAS_MODE >= 2:
-        a_h = tl.gather(t_h, tl.maximum(qh[:, None] + 13 - j16[None, :], 0), 1)  # [BLOCK_M, 16]
-        a = tl.reshape(tl.join(a_h, a_w), (BLOCK_M, 32))  # column 2j: A_h[:, j], 2j + 1: A_w[:, j]
-        a_hi = a.to(tl.float16)
-        a_lo = (a - a_hi.to(tl.float32)).to(tl.float16)  # hi + lo = a to ~2^-22 relative
-        e_row = tl.arange(0, 32)
+    a_h = tl.gather(t_h, tl.maximum(qh[:, None] + 13 - j16[None, :], 0), 1)  # [BLOCK_M, 16]
+    a = tl.reshape(tl.join(a_h, a_w), (BLOCK_M, 32))  # column 2j: A_h[:, j], 2j + 1: A_w[:, j]
+    a_hi = a.to(tl.float16)
+    a_lo = (a - a_hi.to(tl.float32)).to(tl.float16)  # hi + lo = a to ~2^-22 relative
+    e_row = tl.arange(0, 32)
 
     k_bias = tl.load(qkv_bias_ptr + 768 + q_col).to(q.dtype)
     v_bias = tl.load(qkv_bias_ptr + 1536 + q_col).to(q.dtype)
@@ -316,21 +378,13 @@ def _window_attention_kernel(
         v = tl.where(k_img[:, None], v, v_bias[None, :])
 
         s = tl.dot(q, tl.trans(k), input_precision="tf32") * qk_scale
-        if BIAS_MODE == 0:
-            s += tl.gather(t_h, tl.maximum(qh[:, None] + 13 - kh[None, :], 0), 1)
-            s += tl.gather(t_w, tl.maximum(qw[:, None] + 13 - kw[None, :], 0), 1)
-        elif BIAS_MODE == 1:
-            jh = kb * KH + tl.arange(0, KH)
-            a_h = tl.gather(t_h, tl.maximum(qh[:, None] + 13 - jh[None, :], 0), 1)  # [BLOCK_M, KH]
-            s += tl.reshape(a_h[:, :, None] + a_w[:, None, :], (BLOCK_M, BLOCK_N))
-        else:
-            # one-hot E[2j, slot] = (kh == j), E[2j + 1, slot] = (kw == j): s += A E, E exact in fp16
-            e_j = (e_row // 2)[:, None]
-            e = tl.where((e_row % 2 == 0)[:, None], kh[None, :] == e_j, kw[None, :] == e_j)
-            e = e.to(tl.float16)
-            s = tl.dot(a_hi, e, s)
-            if BIAS_MODE == 2:  # mode 3 drops the low half: the bias rounded to fp16 (~1e-3 relative)
-                s = tl.dot(a_lo, e, s)
+        # one-hot E[2j, slot] = (kh == j), E[2j + 1, slot] = (kw == j): s += A E, E exact in fp16
+        e_j = (e_row // 2)[:, None]
+        e = tl.where((e_row % 2 == 0)[:, None], kh[None, :] == e_j, kw[None, :] == e_j)
+        e = e.to(tl.float16)
+        s = tl.dot(a_hi, e, s)
+        if BIAS_MODE == 2:  # mode 3 drops the low half: the bias rounded to fp16 (~1e-3 relative)
+            s = tl.dot(a_lo, e, s)
         s = tl.where(k_slot[None, :], s, float("-inf"))
 
         # online softmax in base 2 (every key block holds valid keys, so m stays finite)
@@ -345,18 +399,173 @@ def _window_attention_kernel(
     tl.store(o_ptr + q_tok[:, None] * 768 + q_col[None, :], o.to(o_ptr.dtype.element_ty), mask=q_ok[:, None])
 
 
+@triton.jit
+def _attn_bias(q, rel_hT, rel_wT, qh, qw, j16, a_col, BLOCK_M: tl.constexpr, NEG: tl.constexpr):
+    """8 x the bias columns [A_h | A_w] (interleaved) of the queries, as fp16 hi + lo.
+
+    8 A_h[i, kh] = 8 q_i . Rh[qh_i - kh + 13], from T_h = q Rh^T [BLOCK_M, 32] by a 16-wide gather; columns
+    28..31 (kh or kw of 14, 15: not window slots) get NEG.
+    """
+    t_h = tl.dot(q, rel_hT)
+    t_w = tl.dot(q, rel_wT)
+    a_h = tl.gather(t_h, tl.maximum(qh[:, None] + 13 - j16[None, :], 0), 1)
+    a_w = tl.gather(t_w, tl.maximum(qw[:, None] + 13 - j16[None, :], 0), 1)
+    a = tl.reshape(tl.join(a_h, a_w), (BLOCK_M, 32)) * 8.0  # column 2j: A_h[:, j]; 2j + 1: A_w[:, j]
+    a = tl.where(a_col[None, :] >= 28, NEG, a)
+    a_hi = a.to(tl.float16)
+    a_lo = (a - a_hi.to(tl.float32)).to(tl.float16)  # hi + lo = a to ~2^-22 relative
+    return a_hi, a_lo
+
+
+@triton.jit(
+    do_not_specialize=["tok0", "pad_row", "H", "W", "n_wh", "n_ww", "band0", "n_items", "num_programs"]
+)
+def _window_attention_persistent_kernel(
+    qkv_ptr,  # [pad_row + 1, 2304] fp16: the chunk's tokens in image layout, then the padded token's qkv
+    o_ptr,  # [pad_row, 768] fp16
+    rel_h_ptr,  # [27, 64] fp32
+    rel_w_ptr,  # [27, 64] fp32
+    tok0,  # first token of the chunk
+    pad_row,  # tokens in the chunk: row pad_row of qkv holds q, k, v of a zero-padded token (= the bias)
+    H,
+    W,
+    n_wh,
+    n_ww,
+    band0,
+    n_items,  # windows x query tiles x 12 heads
+    num_programs,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BIAS_MODE: tl.constexpr,  # 2: bias as fp16 hi + lo; 3: hi only
+    STAGES: tl.constexpr,
+    BIAS_ONCE: tl.constexpr = True,
+):
+    """Window attention, persistent: each program loops over (item, key block) steps, one software pipeline.
+
+    An item is (window, query tile, head). Window tokens outside the image read row pad_row, and so do slots
+    outside the 14x14 window (their logits get -30000 through the one-hot bias columns 28..31, so their
+    weight is exactly 0): no load is masked, and the loads of the next steps are in flight (cp.async,
+    STAGES - 1 steps ahead) during this step's maths. The 1/8 scale is applied in the exponent:
+    s' = q.k + 8 (A_h + A_w), p = exp2(log2(e) / 8 (s' - max)). Online softmax over the key blocks.
+    """
+    NEG: tl.constexpr = -30000.0  # exact in fp16; far below any logit
+    C: tl.constexpr = 0.18033688011112042  # log2(e) / 8
+    N_QT: tl.constexpr = 256 // BLOCK_M
+    N_KB: tl.constexpr = 256 // BLOCK_N
+    pid = tl.program_id(0)
+    d = tl.arange(0, 64)
+    # relative-position tables, transposed [64, 32] (columns 27..31 zero), fp16 like q
+    r = tl.arange(0, 32)
+    rel_ptrs = r[None, :] * 64 + d[:, None]
+    rel_hT = tl.load(rel_h_ptr + rel_ptrs, mask=(r < 27)[None, :], other=0.0).to(tl.float16)
+    rel_wT = tl.load(rel_w_ptr + rel_ptrs, mask=(r < 27)[None, :], other=0.0).to(tl.float16)
+    e_row = tl.arange(0, 32)
+    e_j = (e_row // 2)[:, None]
+    e_even = (e_row % 2 == 0)[:, None]
+    j16 = tl.arange(0, 16)
+    a_col = tl.arange(0, 32)
+    m_i = tl.zeros((BLOCK_M,), tl.float32)
+    l_i = tl.zeros((BLOCK_M,), tl.float32)
+    acc = tl.zeros((BLOCK_M, 64), tl.float32)
+    a_hi = tl.zeros((BLOCK_M, 32), tl.float16)
+    a_lo = tl.zeros((BLOCK_M, 32), tl.float16)
+
+    n_steps = tl.cdiv(n_items - pid, num_programs) * N_KB
+    for step in tl.range(0, n_steps, num_stages=STAGES):
+        item = pid + (step // N_KB) * num_programs
+        kb = step % N_KB
+        head = item % 12  # heads fastest: concurrent programs share a window's rows in L2
+        qt = (item // 12) % N_QT
+        win = item // (12 * N_QT)
+        band = band0 + win // n_ww
+        img_row0 = (band // n_wh) * H + (band % n_wh) * 14  # first image row of the window, in [B*H]
+        win_row0 = (band % n_wh) * 14
+        win_col0 = (win % n_ww) * 14
+        col = head * 64 + d
+
+        qs = qt * BLOCK_M + tl.arange(0, BLOCK_M)  # query slot = 16 * row + column
+        qh = qs // 16
+        qw = qs % 16
+        q_ok = (qh < 14) & (qw < 14) & (win_row0 + qh < H) & (win_col0 + qw < W)
+        q_row = tl.where(q_ok, (img_row0 + qh) * W + (win_col0 + qw) - tok0, pad_row)
+        q = tl.load(qkv_ptr + q_row[:, None] * 2304 + col[None, :])
+        ks = kb * BLOCK_N + tl.arange(0, BLOCK_N)
+        kh = ks // 16
+        kw = ks % 16
+        k_ok = (kh < 14) & (kw < 14) & (win_row0 + kh < H) & (win_col0 + kw < W)
+        k_row = tl.where(k_ok, (img_row0 + kh) * W + (win_col0 + kw) - tok0, pad_row)
+        kv_ptrs = qkv_ptr + k_row[:, None] * 2304 + col[None, :]
+        k = tl.load(kv_ptrs + 768)
+        v = tl.load(kv_ptrs + 1536)
+
+        if BIAS_ONCE:  # the bias columns of an item, computed at its first key block only
+            if kb == 0:
+                a_hi, a_lo = _attn_bias(q, rel_hT, rel_wT, qh, qw, j16, a_col, BLOCK_M, NEG)
+        else:
+            a_hi, a_lo = _attn_bias(q, rel_hT, rel_wT, qh, qw, j16, a_col, BLOCK_M, NEG)
+        # one-hot E[2j, slot] = (kh == j), E[2j + 1, slot] = (kw == j): s' += a E, E exact in fp16
+        e = tl.where(e_even, kh[None, :] == e_j, kw[None, :] == e_j).to(tl.float16)
+
+        s = tl.dot(q, tl.trans(k))
+        s = tl.dot(a_hi, e, s)
+        if BIAS_MODE == 2:  # mode 3 drops the low half: the bias rounded to fp16
+            s = tl.dot(a_lo, e, s)
+        m_prev = tl.where(kb == 0, float("-inf"), m_i)  # a new item starts: alpha = 0 drops l_i, acc
+        m_i = tl.maximum(m_prev, tl.max(s, 1))
+        mc = m_i * C
+        alpha = tl.exp2(m_prev * C - mc)
+        p = tl.exp2(s * C - mc[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        o = acc * (1.0 / l_i)[:, None]
+        o_mask = q_ok & (qs * 0 + kb == N_KB - 1)  # the item's last key block
+        tl.store(
+            o_ptr + q_row[:, None] * 768 + col[None, :], o.to(o_ptr.dtype.element_ty), mask=o_mask[:, None]
+        )
+
+
 # --------------------------------------------------------------------------------------------- wrappers
+# Each *_launch function returns (kernel, grid, args, kwargs) without launching: forward() prepares every
+# launch of the call (views, TMA descriptors) first and then issues them back to back, so the GPU is not
+# left waiting on Python between kernels.
+
+Launch = tuple  # (triton.JITFunction, grid, args, kwargs)
 
 
-def _layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float, y: torch.Tensor):
+def _launch(plan: list[Launch]) -> None:
+    for fn, grid, args, kwargs in plan:
+        fn[grid](*args, **kwargs)
+
+
+def _layernorm_launch(
+    x: torch.Tensor,  # [n, 768] fp32
+    weight: torch.Tensor,
+    bias: torch.Tensor,
+    eps: float,
+    y: torch.Tensor,  # [n (+ 1 with pad_row), 768]
+    pad_row: bool = False,
+    convert: tuple[tuple[torch.Tensor, ...], torch.Tensor] | None = None,  # (4 fp32 weights, fp16 dst)
+) -> Launch:
     rows, warps = LN_CONFIG
     n = x.shape[0]
-    _layernorm_kernel[(triton.cdiv(n, rows),)](
-        x, weight, bias, y, n, eps, C=HIDDEN, BLOCK_C=1024, ROWS=rows, num_warps=warps
-    )
+    n_ln = triton.cdiv(n + int(pad_row), rows)
+    if convert is None:
+        srcs, dst, blocks = (x, x, x, x), y, (0, 0, 0, 0)
+    else:
+        srcs, dst = convert
+        blocks = tuple(w.numel() // CVT_BLOCK for w in srcs)
+    meta = dict(
+        C=HIDDEN, BLOCK_C=1024, ROWS=rows, PAD_ROW=pad_row, CONVERT=convert is not None,
+        CVT_BLOCK=CVT_BLOCK, NB0=blocks[0], NB1=blocks[1], NB2=blocks[2], num_warps=warps,
+    )  # fmt: skip
+    return _prologue_kernel, (n_ln + sum(blocks),), (x, weight, bias, y, n, eps, n_ln, *srcs, dst), meta
 
 
-def _linear(
+def _layernorm(x, weight, bias, eps, y, pad_row=False, convert=None) -> None:
+    _launch([_layernorm_launch(x, weight, bias, eps, y, pad_row, convert)])
+
+
+def _linear_launch(
     a: torch.Tensor,  # [M, K]
     w: torch.Tensor,  # [N, K]
     bias: torch.Tensor,  # [N]
@@ -364,7 +573,7 @@ def _linear(
     epilogue: int,
     cfg: tuple,
     residual: torch.Tensor | None = None,
-):
+) -> Launch:
     kind, block_m, block_n, block_k, group_m, warps, stages = cfg[:7]
     m, k = a.shape
     n = w.shape[0]
@@ -373,11 +582,11 @@ def _linear(
     tiles = triton.cdiv(m, block_m) * (n // block_n)
     res = c if residual is None else residual
     meta = dict(
-        N=n, K=k, EPILOGUE=epilogue, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m
-    )
+        N=n, K=k, EPILOGUE=epilogue, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m,
+        num_warps=warps, num_stages=stages,
+    )  # fmt: skip
     if kind == "ptr":
-        _linear_kernel[(tiles,)](a, w, bias, res, c, m, **meta, num_warps=warps, num_stages=stages)
-        return
+        return _linear_kernel, (tiles,), (a, w, bias, res, c, m), meta
     if kind not in ("tma", "tma_persistent"):
         raise ValueError(f"GEMM config kind: expected 'ptr', 'tma' or 'tma_persistent', got {kind!r}")
     programs = tiles
@@ -385,10 +594,12 @@ def _linear(
         programs = min(tiles, cfg[7] * _num_sms(a.device))
     a_desc = TensorDescriptor.from_tensor(a, [block_m, block_k])
     w_desc = TensorDescriptor.from_tensor(w, [block_n, block_k])
-    _linear_tma_kernel[(programs,)](
-        a_desc, w_desc, bias, res, c, m, programs, **meta, FLATTEN=kind == "tma_persistent",
-        num_warps=warps, num_stages=stages,
-    )  # fmt: skip
+    meta["FLATTEN"] = kind == "tma_persistent"
+    return _linear_tma_kernel, (programs,), (a_desc, w_desc, bias, res, c, m, programs), meta
+
+
+def _linear(a, w, bias, c, epilogue, cfg, residual=None) -> None:
+    _launch([_linear_launch(a, w, bias, c, epilogue, cfg, residual)])
 
 
 def _num_sms(device: torch.device) -> int:
@@ -402,41 +613,46 @@ def _num_sms(device: torch.device) -> int:
 _NUM_SMS: dict[int | None, int] = {}
 
 
-def _window_attention(
-    qkv: torch.Tensor,  # [T, 2304]
-    o: torch.Tensor,  # [T, 768]
+def _window_attention_launch(
+    qkv: torch.Tensor,  # [n_tok + 1, 2304]: the chunk's tokens, then the padded token's q, k, v (the bias)
+    o: torch.Tensor,  # [>= n_tok, 768]
     qkv_bias: torch.Tensor,
     rel_pos_h: torch.Tensor,
     rel_pos_w: torch.Tensor,
     tok0: int,
+    n_tok: int,
     height: int,
     width: int,
     band0: int,
     n_bands: int,
-    cfg: tuple[int, int, int, int, int],
-):
-    block_m, block_n, bias_mode, warps, stages = cfg
+    cfg: tuple,
+) -> Launch:
     n_wh, n_ww = triton.cdiv(height, WINDOW), triton.cdiv(width, WINDOW)
+    if cfg[0] == "persistent":
+        _, block_m, block_n, bias_mode, warps, stages, ctas_per_sm = cfg
+        if qkv.dtype != torch.float16:
+            raise ValueError("the persistent window attention takes fp16 q, k, v")
+        n_items = n_bands * n_ww * HEADS * (SLOTS // block_m)
+        programs = min(n_items, ctas_per_sm * _num_sms(qkv.device))
+        args = (
+            qkv, o, rel_pos_h, rel_pos_w, tok0, n_tok, height, width, n_wh, n_ww, band0, n_items, programs
+        )  # fmt: skip
+        meta = dict(
+            BLOCK_M=block_m, BLOCK_N=block_n, BIAS_MODE=bias_mode, STAGES=stages, num_warps=warps,
+            num_stages=stages,
+        )  # fmt: skip
+        return _window_attention_persistent_kernel, (programs,), args, meta
+    block_m, block_n, bias_mode, warps, stages = cfg
     grid = (n_bands * n_ww * HEADS * (SLOTS // block_m),)
-    _window_attention_kernel[grid](
-        qkv,
-        o,
-        qkv_bias,
-        rel_pos_h,
-        rel_pos_w,
-        tok0,
-        height,
-        width,
-        n_wh,
-        n_ww,
-        band0,
-        HEAD_DIM**-0.5 * _LOG2E,
-        BLOCK_M=block_m,
-        BLOCK_N=block_n,
-        BIAS_MODE=bias_mode,
-        num_warps=warps,
-        num_stages=stages,
-    )
+    args = (
+        qkv, o, qkv_bias, rel_pos_h, rel_pos_w, tok0, height, width, n_wh, n_ww, band0, HEAD_DIM**-0.5 * _LOG2E
+    )  # fmt: skip
+    meta = dict(BLOCK_M=block_m, BLOCK_N=block_n, BIAS_MODE=bias_mode, num_warps=warps, num_stages=stages)
+    return _window_attention_kernel, grid, args, meta
+
+
+def _window_attention(*args) -> None:
+    _launch([_window_attention_launch(*args)])
 
 
 def plan_chunks(batch: int, height: int, width: int, max_tokens: int) -> list[tuple[int, int, int, int]]:
@@ -493,7 +709,7 @@ def forward(
     if not output.is_contiguous():
         raise ValueError("output: expected a contiguous tensor")
     op_dtype = torch.float32 if precision == "tf32" else torch.float16
-    gemm = GEMM_CONFIGS[precision]
+    gemm, attn_cfg = GEMM_CONFIGS[precision], ATTN_CONFIGS[precision]
     batch, height, width, channels = hidden_states.shape
     if channels != HIDDEN:
         raise ValueError(f"hidden_states: expected {HIDDEN} channels, got {channels}")
@@ -501,42 +717,56 @@ def forward(
     if tokens == 0:
         return
     eps = float(layer_norm_eps)
-
-    def operand(w: torch.Tensor) -> torch.Tensor:  # weights are converted on every call (no caching)
-        return w.to(op_dtype).contiguous()
-
-    w_qkv, w_proj = operand(qkv_weight), operand(proj_weight)
-    w_mlp1, w_mlp2 = operand(mlp_lin1_weight), operand(mlp_lin2_weight)
+    weights = tuple(w.contiguous() for w in (qkv_weight, proj_weight, mlp_lin1_weight, mlp_lin2_weight))
     qkv_bias, proj_bias = qkv_bias.contiguous(), proj_bias.contiguous()
     rel_pos_h, rel_pos_w = rel_pos_h.contiguous(), rel_pos_w.contiguous()
     x = hidden_states.contiguous().view(tokens, HIDDEN)
     out = output.view(tokens, HIDDEN)
 
-    # scratch: a [T, 768] + qkv/h [T, 3072] in the operand dtype, T tokens per chunk
+    # scratch: a [T + 1, 768] + qkv [T + 1, 2304] / h [T, 3072] in the operand dtype, T tokens per chunk
     elem = torch.finfo(op_dtype).bits // 8
     budget = workspace_bytes if workspace_bytes is not None else max(x.numel() * 4, MIN_WORKSPACE_BYTES)
-    max_tokens = min(budget // ((HIDDEN + MLP_DIM) * elem), (2**31 - 1) // MLP_DIM)  # int32 GEMM offsets
+    max_tokens = min(budget // ((HIDDEN + MLP_DIM) * elem), (2**31 - 1) // MLP_DIM - 1)  # int32 offsets
     chunks = plan_chunks(batch, height, width, max_tokens)
     t_max = max(t1 - t0 for _, _, t0, t1 in chunks)
-    ws_a = torch.empty((t_max, HIDDEN), dtype=op_dtype, device=x.device)
-    ws_big = torch.empty((t_max * MLP_DIM,), dtype=op_dtype, device=x.device)
+    ws_a = torch.empty((t_max + 1, HIDDEN), dtype=op_dtype, device=x.device)
+    ws_big = torch.empty((max(t_max * MLP_DIM, (t_max + 1) * QKV_DIM),), dtype=op_dtype, device=x.device)
+    convert = None
+    if op_dtype == torch.float16 and FUSED_WEIGHT_CONVERSION:
+        # weights converted on every call (no caching), by extra programs of the first LayerNorm launch
+        w16 = torch.empty((sum(w.numel() for w in weights),), dtype=op_dtype, device=x.device)
+        ends = [0]
+        for w in weights:
+            ends.append(ends[-1] + w.numel())
+        w_qkv, w_proj, w_mlp1, w_mlp2 = (
+            w16[e0:e1].view(w.shape) for e0, e1, w in zip(ends[:-1], ends[1:], weights, strict=True)
+        )
+        convert = (weights, w16)
+    else:
+        w_qkv, w_proj, w_mlp1, w_mlp2 = (w.to(op_dtype) for w in weights)
 
+    plan: list[Launch] = []
     for band0, band1, t0, t1 in chunks:
         n = t1 - t0
-        a = ws_a[:n]
-        qkv = ws_big[: n * QKV_DIM].view(n, QKV_DIM)
+        a, o = ws_a[: n + 1], ws_a[:n]  # row n of a: zeros, so row n of qkv is the padded token's
+        qkv = ws_big[: (n + 1) * QKV_DIM].view(n + 1, QKV_DIM)
         h = ws_big[: n * MLP_DIM].view(n, MLP_DIM)
         x_c, out_c = x[t0:t1], out[t0:t1]
-        _layernorm(x_c, layer_norm1_weight, layer_norm1_bias, eps, a)
-        _linear(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, gemm["qkv"])
-        _window_attention(
-            qkv, a, qkv_bias, rel_pos_h, rel_pos_w, t0, height, width, band0, band1 - band0,
-            ATTN_CONFIGS[precision],
-        )  # fmt: skip
-        _linear(a, w_proj, proj_bias, out_c, EPILOGUE_RESIDUAL, gemm["proj"], residual=x_c)
-        _layernorm(out_c, layer_norm2_weight, layer_norm2_bias, eps, a)
-        _linear(a, w_mlp1, mlp_lin1_bias, h, EPILOGUE_GELU, gemm["mlp1"])
-        _linear(h, w_mlp2, mlp_lin2_bias, out_c, EPILOGUE_RESIDUAL, gemm["mlp2"], residual=out_c)
+        plan += [
+            _layernorm_launch(
+                x_c, layer_norm1_weight, layer_norm1_bias, eps, a, pad_row=True, convert=convert
+            ),
+            _linear_launch(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, gemm["qkv"]),
+            _window_attention_launch(
+                qkv, o, qkv_bias, rel_pos_h, rel_pos_w, t0, n, height, width, band0, band1 - band0, attn_cfg
+            ),
+            _linear_launch(o, w_proj, proj_bias, out_c, EPILOGUE_RESIDUAL, gemm["proj"], residual=x_c),
+            _layernorm_launch(out_c, layer_norm2_weight, layer_norm2_bias, eps, o),
+            _linear_launch(o, w_mlp1, mlp_lin1_bias, h, GELU_EPILOGUE, gemm["mlp1"]),
+            _linear_launch(h, w_mlp2, mlp_lin2_bias, out_c, EPILOGUE_RESIDUAL, gemm["mlp2"], residual=out_c),
+        ]
+        convert = None  # the weights once, in the first chunk's LayerNorm launch
+    _launch(plan)
 
 
 def run(

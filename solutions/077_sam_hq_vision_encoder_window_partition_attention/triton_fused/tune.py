@@ -1,18 +1,23 @@
-"""Check and tune triton_fused (077) on one GPU: correctness of both precisions on the 16 official workloads,
-launch-configuration search per stage, end-to-end timings and their geomean.
+"""Tune and check triton_fused (077) on one GPU; optionally write the winning configuration into kernel.py.
 
-    python solutions/077_sam_hq_vision_encoder_window_partition_attention/triton_fused/tune.py --out DIR
+    python solutions/077_sam_hq_vision_encoder_window_partition_attention/triton_fused/tune.py --out DIR \
+        [--write-defaults] [--budget-s 110]
 
-Phases (the whole run is meant to fit in about 4 minutes on an H200, Triton compilation included):
+Phases (about 1.5 minutes on an H200, Triton compilation included):
   0. compile every candidate configuration in parallel worker processes (fills Triton's disk cache);
-  1. per stage, on the token count of workload 6 (2 x 256 x 256 = 131072 tokens): time the candidate
-     configurations of LN, the four GEMMs and the window attention; keep the fastest of each;
-  2. per workload (seed 200 before each, inputs the official way): reference, then the default fp16, the
-     tuned fp16 and the tf32 variants: matched ratio and worst |err| / atol (compute_error_stats);
-     median time of each (L2-sized flush before every iteration, 10 warm-ups, 50 timed iterations with
-     CUDA events; 20 when a call takes longer than 20 ms);
-  3. print the table and the geomeans, write DIR/tune_077.json (winners printed as Python literals).
-A failing configuration (compile error, out of shared memory) is reported and skipped.
+  1. per stage, on the token count of workload 6 (2 x 256 x 256 = 131072 tokens): check every candidate
+     against a PyTorch / fallback-kernel result on the same data, time it (CUDA events, L2 flushed before
+     each call, median of 10), keep the fastest correct one. Stages: the prologue (LayerNorm 1 + weight
+     conversion), the four GEMMs, the window attention;
+  2. end to end, the stage winners ("new") on all 16 official workloads (seed 200, inputs the official way,
+     compute_error_stats): accepted when every workload passes with >= 99.99 % matched; otherwise the
+     last measured configuration ("prev": the current defaults), then the first committed one ("orig":
+     pointer GEMMs, libdevice GELU, torch weight conversion, one attention program per item) the same way;
+  3. the official timer (harness.timing.time_runnable, CUPTI span, fresh inputs, 20 calls) on a few
+     workloads for the chosen and the previous configuration;
+  4. --write-defaults: the chosen configuration replaces the defaults in kernel.py (GEMM_CONFIGS["fp16"],
+     ATTN_CONFIGS["fp16"], FUSED_WEIGHT_CONVERSION, GELU_EPILOGUE); DIR/tune_077.json gets everything.
+A configuration that fails to compile or computes wrong numbers is reported and skipped.
 `TRITON_INTERPRET=1 python tune.py --smoke --out DIR` runs the same code on the CPU on tiny shapes.
 """
 
@@ -22,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -41,42 +47,81 @@ from harness.inputs import gen_inputs  # noqa: E402
 from harness.schema import Workload  # noqa: E402
 from harness.tasks import load_module, load_task  # noqa: E402
 
-kernel = load_module(HERE / "kernel.py", "_triton_fused_077")
+KERNEL_PATH = HERE / "kernel.py"
+kernel = load_module(KERNEL_PATH, "_triton_fused_077")
 
 DEVICE = "cuda"
 SEARCH_SHAPE = (2, 256, 256)  # workload 6 (131072 tokens): the shape of the per-stage search
 SMOKE_WORKLOADS = [(1, 5, 9), (2, 15, 17)]  # --smoke: instead of the 16 official workloads
+TIMED_WORKLOADS = (16, 2, 6)  # 1-based official indices timed with the official timer in phase 3
 GEMMS = {  # name -> (N, K, epilogue)
     "qkv": (kernel.QKV_DIM, kernel.HIDDEN, kernel.EPILOGUE_BIAS),
     "proj": (kernel.HIDDEN, kernel.HIDDEN, kernel.EPILOGUE_RESIDUAL),
     "mlp1": (kernel.MLP_DIM, kernel.HIDDEN, kernel.EPILOGUE_GELU),
     "mlp2": (kernel.HIDDEN, kernel.MLP_DIM, kernel.EPILOGUE_RESIDUAL),
 }
-GEMM_CANDIDATES = [  # (kind, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages[, CTAs per SM])
-    ("ptr", 128, 256, 64, 8, 8, 3),
-    ("ptr", 128, 128, 64, 8, 8, 3),  # ~100 KB smem, <= 160 registers: 2 CTAs per SM overlap epilogues
-    ("tma", 128, 256, 64, 8, 8, 3),
-    ("tma", 128, 256, 64, 8, 8, 4),
-    ("tma", 128, 128, 64, 8, 8, 3),
-    ("tma", 256, 128, 64, 8, 8, 3),
-    ("tma_persistent", 128, 256, 64, 8, 8, 3, 1),  # residual epilogue: over the smem limit (skipped)
-    ("tma_persistent", 128, 256, 64, 8, 8, 2, 1),
-    ("tma_persistent", 128, 128, 64, 8, 8, 3, 1),
-    ("tma_persistent", 128, 128, 64, 8, 8, 2, 2),
+# (kind, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages[, CTAs per SM]); the first of each list
+# is the measured winner of the second H200 run (2026-11-29), the second the winner of the first one
+GEMM_CANDIDATES = {
+    "qkv": [
+        ("tma_persistent", 128, 256, 64, 8, 8, 3, 1),
+        ("tma", 128, 256, 64, 8, 8, 3),
+        ("tma", 128, 256, 64, 8, 8, 4),
+        ("ptr", 128, 256, 64, 8, 8, 3),
+    ],
+    "proj": [
+        ("tma", 128, 128, 64, 8, 4, 3),  # 1 warpgroup, ~98 KB: 2 CTAs per SM overlap epilogues
+        ("tma", 128, 256, 64, 8, 8, 4),
+        ("tma", 128, 256, 64, 8, 8, 3),
+        ("tma_persistent", 128, 128, 64, 8, 4, 3, 2),
+    ],
+    "mlp1": [
+        ("tma_persistent", 128, 256, 64, 8, 8, 3, 1),
+        ("tma", 128, 256, 64, 8, 8, 3),
+        ("tma", 128, 256, 64, 8, 8, 4),
+        ("ptr", 128, 256, 64, 8, 8, 3),
+        ("tma", 128, 128, 64, 8, 4, 3),
+    ],
+    "mlp2": [
+        ("tma", 128, 256, 64, 8, 8, 3),
+        ("ptr", 128, 256, 64, 8, 8, 3),
+        ("tma", 256, 128, 64, 8, 8, 3),
+        ("tma_persistent", 128, 256, 64, 8, 8, 2, 1),
+    ],
+}
+ATTN_CANDIDATES = [
+    ("persistent", 128, 256, 2, 8, 2, 1),  # second run's winner
+    (64, 256, 3, 4, 1),  # first run's winner (one program per window x head x 64 queries, bias in fp16)
+    (64, 256, 2, 4, 1),  # the original default: exact bias; also the reference of the attention check
+    ("persistent", 128, 128, 2, 8, 3, 1),
+    ("persistent", 128, 128, 2, 8, 2, 1),
+    ("persistent", 128, 128, 2, 8, 4, 1),
+    ("persistent", 64, 128, 2, 4, 2, 2),
+    ("persistent", 64, 128, 2, 4, 3, 1),
 ]
-ATTN_CANDIDATES = [  # (BLOCK_M, BLOCK_N, BIAS_MODE, num_warps, num_stages)
-    (64, 256, 2, 4, 1),
-    (64, 128, 2, 4, 1),
-    (128, 128, 2, 8, 1),
-    (128, 256, 2, 8, 1),
-    (128, 128, 0, 8, 1),
-    (64, 128, 1, 4, 1),
-    (128, 128, 1, 8, 1),
-    (64, 256, 3, 4, 1),
-    (64, 128, 3, 4, 1),
-    (128, 128, 3, 8, 1),
-]
-LN_CANDIDATES = [(4, 4), (1, 4), (8, 8)]  # (rows per program, num_warps)
+ATTN_REFERENCE = (64, 256, 2, 4, 1)
+PREV = {  # the current defaults, measured on the H200 (2026-11-29: 16/16 passed, 4.14 ms official geomean)
+    "gemm": {g: c[0] for g, c in GEMM_CANDIDATES.items()},
+    "attn": ATTN_CANDIDATES[0],
+    "fused_conversion": True,
+    "gelu": kernel.EPILOGUE_GELU,
+}
+ORIG = {  # the first committed defaults (5.69 ms geomean with the official timer)
+    "gemm": {
+        "qkv": ("ptr", 128, 256, 64, 8, 8, 3),
+        "proj": ("ptr", 128, 128, 64, 8, 8, 3),
+        "mlp1": ("ptr", 128, 256, 64, 8, 8, 3),
+        "mlp2": ("ptr", 128, 128, 64, 8, 8, 3),
+    },
+    "attn": ATTN_REFERENCE,
+    "fused_conversion": False,
+    "gelu": kernel.EPILOGUE_GELU_LIBDEVICE,
+}
+MIN_MATCHED = 0.9999  # acceptance of a configuration end to end (the official rule is 0.99)
+
+
+def log(*parts) -> None:
+    print(*parts, flush=True)
 
 
 # ------------------------------------------------------------------------------------------- timing
@@ -89,7 +134,7 @@ class Timer:
         l2 = torch.cuda.get_device_properties(0).L2_cache_size if DEVICE == "cuda" else 2**20
         self.flush = torch.empty(2 * l2, dtype=torch.int8, device=DEVICE)
 
-    def median_ms(self, fn, iters: int = 50, warmup: int = 10) -> float:
+    def median_ms(self, fn, iters: int = 10, warmup: int = 2) -> float:
         if DEVICE != "cuda":  # --smoke: one call, wall time
             t0 = time.perf_counter()
             fn()
@@ -113,79 +158,9 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-# ------------------------------------------------------------------------------- stage set-ups (search)
-
-
-def _gemm_case(name: str, m: int, precision: str):
-    n, k, epilogue = GEMMS[name]
-    dtype = torch.float16 if precision == "fp16" else torch.float32
-    a = torch.randn(m, k, device=DEVICE).to(dtype)
-    w = (torch.randn(n, k, device=DEVICE) / math.sqrt(k)).to(dtype)
-    bias = torch.randn(n, device=DEVICE)
-    residual = torch.randn(m, n, device=DEVICE) if epilogue == kernel.EPILOGUE_RESIDUAL else None
-    c = torch.empty(m, n, device=DEVICE, dtype=torch.float32 if residual is not None else dtype)
-    return lambda cfg: kernel._linear(a, w, bias, c, epilogue, cfg, residual=residual), 2 * m * n * k
-
-
-def _attn_case(batch: int, height: int, width: int, precision: str):
-    dtype = torch.float16 if precision == "fp16" else torch.float32
-    tokens = batch * height * width
-    qkv = torch.randn(tokens, kernel.QKV_DIM, device=DEVICE).to(dtype)
-    o = torch.empty(tokens, kernel.HIDDEN, device=DEVICE, dtype=dtype)
-    bias = torch.randn(kernel.QKV_DIM, device=DEVICE)
-    rel_h, rel_w = torch.randn(2, kernel.REL_SIZE, kernel.HEAD_DIM, device=DEVICE)
-    n_bands = batch * triton_cdiv(height, kernel.WINDOW)
-    flops = 2 * 2 * tokens * kernel.HEADS * 196 * kernel.HEAD_DIM  # useful QK^T and PV
-    return (
-        lambda cfg: kernel._window_attention(qkv, o, bias, rel_h, rel_w, 0, height, width, 0, n_bands, cfg),
-        flops,
-    )
-
-
-def _ln_case(m: int, precision: str):
-    dtype = torch.float16 if precision == "fp16" else torch.float32
-    x = torch.randn(m, kernel.HIDDEN, device=DEVICE)
-    y = torch.empty(m, kernel.HIDDEN, device=DEVICE, dtype=dtype)
-    w, b = torch.randn(2, kernel.HIDDEN, device=DEVICE)
-
-    def call(cfg):
-        saved = kernel.LN_CONFIG
-        kernel.LN_CONFIG = cfg
-        try:
-            kernel._layernorm(x, w, b, 1e-6, y)
-        finally:
-            kernel.LN_CONFIG = saved
-
-    return call, m * kernel.HIDDEN * (4 + y.element_size())  # bytes moved
-
-
-def triton_cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _sync() -> None:
     if DEVICE == "cuda":
         torch.cuda.synchronize()
-
-
-# ------------------------------------------------------------------------------ parallel precompile
-
-
-def _compile_job(job: tuple) -> tuple[tuple, str]:
-    """Worker: run one configuration once on a tiny problem, so that its binary lands in the disk cache."""
-    kind, name, precision, cfg = job
-    try:
-        if kind == "gemm":
-            fn, _ = _gemm_case(name, 256, precision)
-        elif kind == "attn":
-            fn, _ = _attn_case(1, 20, 20, precision)
-        else:
-            fn, _ = _ln_case(64, precision)
-        fn(cfg)
-        _sync()
-        return job, ""
-    except Exception as exc:  # noqa: BLE001 - reported, the configuration is skipped
-        return job, _short(exc)
 
 
 def _short(exc: BaseException) -> str:
@@ -193,66 +168,191 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[-1] if text else ''}"[:300]
 
 
+# ------------------------------------------------------------------------------- stage set-ups (search)
+# Each case returns (call(cfg), check(cfg) -> max error or raises, work, unit): call runs the stage with
+# one configuration; check compares the output of the last call with the expected one.
+
+
+def _gemm_case(name: str, m: int, epilogue: int | None = None):
+    n, k, default_epilogue = GEMMS[name]
+    epilogue = default_epilogue if epilogue is None else epilogue
+    gen = torch.Generator(device=DEVICE).manual_seed(1)
+    a = torch.randn(m, k, device=DEVICE, generator=gen).half()
+    w = (torch.randn(n, k, device=DEVICE, generator=gen) / math.sqrt(k)).half()
+    bias = torch.randn(n, device=DEVICE, generator=gen)
+    residual = None
+    if epilogue == kernel.EPILOGUE_RESIDUAL:
+        residual = torch.randn(m, n, device=DEVICE, generator=gen)
+    c = torch.empty(m, n, device=DEVICE, dtype=torch.float32 if residual is not None else torch.float16)
+
+    def call(cfg):
+        kernel._linear(a, w, bias, c, epilogue, cfg, residual=residual)
+
+    def check(_cfg) -> float:
+        rows = slice(0, min(m, 4096))  # a sample of rows (m = 131072 in full would take a while in fp32)
+        ref = a[rows].float() @ w.float().T + bias
+        if residual is not None:
+            ref += residual[rows]
+        elif epilogue != kernel.EPILOGUE_BIAS:
+            ref = torch.nn.functional.gelu(ref)
+        err = (c[rows].float() - ref).abs() - (1e-4 + (1e-5 if residual is not None else 2e-3) * ref.abs())
+        tail = (c[-5:].float() - _tail_ref(a, w, bias, residual, epilogue, 5)).abs().max().item()
+        return max(err.max().item(), tail - 1e-2)  # <= 0: correct
+
+    return call, check, 2 * m * n * k, "TFLOP/s"
+
+
+def _tail_ref(a, w, bias, residual, epilogue, rows: int) -> torch.Tensor:
+    ref = a[-rows:].float() @ w.float().T + bias
+    if residual is not None:
+        return ref + residual[-rows:]
+    return torch.nn.functional.gelu(ref) if epilogue != kernel.EPILOGUE_BIAS else ref
+
+
+def _attn_case(batch: int, height: int, width: int):
+    tokens = batch * height * width
+    gen = torch.Generator(device=DEVICE).manual_seed(2)
+    bias = torch.randn(kernel.QKV_DIM, device=DEVICE, generator=gen).half().float()
+    qkv = torch.cat([torch.randn(tokens, kernel.QKV_DIM, device=DEVICE, generator=gen), bias[None]]).half()
+    o = torch.empty(tokens, kernel.HIDDEN, device=DEVICE, dtype=torch.float16)
+    rel_h, rel_w = torch.randn(2, kernel.REL_SIZE, kernel.HEAD_DIM, device=DEVICE, generator=gen)
+    n_bands = batch * triton.cdiv(height, kernel.WINDOW)
+
+    def call(cfg):
+        kernel._window_attention(qkv, o, bias, rel_h, rel_w, 0, tokens, height, width, 0, n_bands, cfg)
+
+    call(ATTN_REFERENCE)
+    _sync()
+    expected = o.clone()
+
+    def check(cfg) -> float:
+        bound = 3e-2 if (cfg[3] if cfg[0] == "persistent" else cfg[2]) == 3 else 4e-3
+        return (o.float() - expected.float()).abs().max().item() - bound
+
+    flops = 2 * 2 * tokens * kernel.HEADS * 196 * kernel.HEAD_DIM  # useful QK^T and PV
+    return call, check, flops, "TFLOP/s"
+
+
+def _prologue_case(m: int, fused: bool):
+    gen = torch.Generator(device=DEVICE).manual_seed(3)
+    x = torch.randn(m, kernel.HIDDEN, device=DEVICE, generator=gen)
+    y = torch.empty(m + 1, kernel.HIDDEN, device=DEVICE, dtype=torch.float16)
+    w, b = 1 + 0.1 * torch.randn(2, kernel.HIDDEN, device=DEVICE, generator=gen)
+    weights = tuple(
+        torch.randn(n, k, device=DEVICE, generator=gen)
+        for n, k in ((2304, 768), (768, 768), (3072, 768), (768, 3072))
+    )
+    w16 = torch.empty(sum(t.numel() for t in weights), device=DEVICE, dtype=torch.float16)
+
+    def call(cfg):
+        saved = kernel.LN_CONFIG
+        kernel.LN_CONFIG = cfg
+        try:
+            if fused:
+                kernel._layernorm(x, w, b, 1e-6, y, pad_row=True, convert=(weights, w16))
+            else:
+                kernel._layernorm(x, w, b, 1e-6, y, pad_row=True)
+                for t in weights:
+                    t.to(torch.float16)
+        finally:
+            kernel.LN_CONFIG = saved
+
+    def check(_cfg) -> float:
+        ref = torch.nn.functional.layer_norm(x, (kernel.HIDDEN,), w, b, 1e-6)
+        err = (y[:m].float() - ref).abs().max().item() - 1e-2
+        err = max(err, y[m].float().abs().max().item())  # the padded token's row: zeros
+        if fused:
+            err = max(
+                err,
+                (w16.float() - torch.cat([t.flatten() for t in weights]).half().float()).abs().max().item(),
+            )
+        return err
+
+    moved = m * kernel.HIDDEN * (4 + 2) + w16.numel() * (4 + 2)
+    return call, check, moved, "TB/s"
+
+
+# ------------------------------------------------------------------------------ parallel precompile
+
+
+def _compile_job(job: tuple) -> tuple[tuple, str]:
+    """Worker: run one configuration once on a tiny problem, so that its binary lands in the disk cache."""
+    stage, cfg = job
+    try:
+        if stage.startswith("gemm:"):
+            name = stage[5:]
+            call, _, _, _ = _gemm_case(name.split("/")[0], 256, _epilogue_of(name))
+        elif stage == "attn":
+            call, _, _, _ = _attn_case(1, 20, 20)
+        else:
+            call, _, _, _ = _prologue_case(64, stage == "prologue:fused")
+        call(cfg)
+        _sync()
+        return job, ""
+    except Exception as exc:  # noqa: BLE001 - reported, the configuration is skipped
+        return job, _short(exc)
+
+
+def _epilogue_of(name: str) -> int | None:
+    return kernel.EPILOGUE_GELU_LIBDEVICE if name.endswith("/libdevice") else None
+
+
 def precompile(jobs: list[tuple], workers: int) -> dict[tuple, str]:
     if workers <= 1:
         return dict(_compile_job(j) for j in jobs)
     import multiprocessing as mp
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-        return dict(pool.map(_compile_job, jobs))
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+            return dict(pool.map(_compile_job, jobs))
+    except Exception as exc:  # noqa: BLE001 - a crashed worker: configurations compile on first use instead
+        log(f"[compile] worker pool failed ({_short(exc)}); compiling on first use")
+        return {}
 
 
 # ------------------------------------------------------------------------------------------- phases
 
 
-def search(
-    timer: Timer, precision: str, errors: dict, deadline: float, candidates: dict
-) -> tuple[dict, dict]:
-    """Time every candidate of every stage on the search shape; return (winners, all timings)."""
-    batch, height, width = SEARCH_SHAPE
-    m = batch * height * width
-    best: dict = {}
-    table: dict = {}
-    stages = [(f"gemm:{g}", ("gemm", g), candidates["gemm"]) for g in GEMMS]
-    stages += [("attn", ("attn", "attn"), candidates["attn"]), ("ln", ("ln", "ln"), candidates["ln"])]
-    for stage, (kind, name), cands in stages:
-        if kind == "gemm":
-            fn, work = _gemm_case(name, m, precision)
-        elif kind == "attn":
-            fn, work = _attn_case(batch, height, width, precision)
+def search_stage(timer: Timer, stage: str, case, cands: list, errors: dict, deadline: float) -> dict:
+    """Check and time every candidate of one stage; the result holds the rows and the winner."""
+    call, check, work, unit = case
+    rows = []
+    for cfg in cands:
+        err = errors.get((stage, cfg), "")
+        if err or time.time() > deadline:
+            rows.append({"config": cfg, "error": err or "skipped (time budget)"})
+            continue
+        try:
+            call(cfg)
+            _sync()
+            excess = check(cfg)
+            if not excess <= 0:  # also catches NaN
+                rows.append(
+                    {"config": cfg, "error": f"wrong result (error exceeds the bound by {excess:.3g})"}
+                )
+                continue
+            ms = timer.median_ms(lambda cfg=cfg: call(cfg))
+        except Exception as exc:  # noqa: BLE001
+            rows.append({"config": cfg, "error": _short(exc)})
+            continue
+        rows.append({"config": cfg, "ms": ms, "rate": work / ms / 1e9, "excess": excess})
+    ok = [r for r in rows if "ms" in r]
+    best = min(ok, key=lambda r: r["ms"]) if ok else None
+    log(f"[search] {stage} ({'bytes' if unit == 'TB/s' else 'useful FLOPs'} / time)")
+    for r in rows:
+        tag = " <- best" if r is best else ""
+        if "ms" in r:
+            log(f"    {tuple(r['config'])!s:48} {r['ms']:9.4f} ms {r['rate']:8.2f} {unit}{tag}")
         else:
-            fn, work = _ln_case(m, precision)
-        rows = []
-        for cfg in cands:
-            err = errors.get((kind, name, precision, cfg), "")
-            if err or time.time() > deadline:
-                rows.append({"config": list(cfg), "error": err or "skipped (time budget)"})
-                continue
-            try:
-                ms = timer.median_ms(lambda cfg=cfg, fn=fn: fn(cfg), iters=20, warmup=3)
-            except Exception as exc:  # noqa: BLE001
-                rows.append({"config": list(cfg), "error": _short(exc)})
-                continue
-            rows.append({"config": list(cfg), "ms": ms, "rate": work / ms / 1e9})
-        ok = [r for r in rows if "ms" in r]
-        table[stage] = rows
-        if ok:
-            best[stage] = min(ok, key=lambda r: r["ms"])
-        unit = "TB/s" if stage == "ln" else "TFLOP/s"
-        print(f"[search {precision}] {stage} ({'bytes' if stage == 'ln' else 'useful FLOPs'} / time)")
-        for r in rows:
-            tag = " <- best" if ok and r is best[stage] else ""
-            if "ms" in r:
-                print(f"    {tuple(r['config'])!s:48} {r['ms']:9.4f} ms {r['rate']:8.2f} {unit}{tag}")
-            else:
-                print(f"    {tuple(r['config'])!s:48} {r['error']}")
-    return best, table
+            log(f"    {tuple(r['config'])!s:48} {r['error']}")
+    return {"rows": rows, "best": best["config"] if best else None, "best_ms": best["ms"] if best else None}
 
 
-def apply_configs(precision: str, gemm: dict, attn: tuple, ln: tuple) -> None:
-    kernel.GEMM_CONFIGS[precision] = dict(gemm)
-    kernel.ATTN_CONFIGS[precision] = attn
-    kernel.LN_CONFIG = ln
+def apply(choice: dict) -> None:
+    kernel.GEMM_CONFIGS["fp16"] = dict(choice["gemm"])
+    kernel.ATTN_CONFIGS["fp16"] = choice["attn"]
+    kernel.FUSED_WEIGHT_CONVERSION = choice["fused_conversion"]
+    kernel.GELU_EPILOGUE = choice["gelu"]
 
 
 def _workloads(task, smoke: bool) -> list:
@@ -269,109 +369,147 @@ def _workloads(task, smoke: bool) -> list:
     ]
 
 
-def run_workloads(task, workloads: list, timer: Timer, variants: dict, deadline: float) -> list[dict]:
-    """variants: label -> (precision, gemm configs, attn config, ln config)."""
+def check_end_to_end(task, workloads: list, label: str) -> dict:
+    """The current kernel configuration on every workload: matched ratio, worst |err| / atol, extra memory."""
     rows = []
     for index, workload in enumerate(workloads, 1):
         axes = {k: workload.axes[k] for k in ("batch_size", "height", "width")}
-        torch.manual_seed(200)
-        inputs = gen_inputs(task.definition, workload, device=DEVICE)
-        ref = task.reference(*inputs)
-        _sync()
-        row = {"index": index, "uuid": workload.uuid, "axes": axes, "atol": workload.tolerance.max_atol}
-        for label, (precision, gemm, attn, ln) in variants.items():
-            apply_configs(precision, gemm, attn, ln)
-            row[label] = _run_variant(inputs, ref, workload.tolerance, timer, precision, deadline)
-        ref = inputs = None  # free before the next workload's inputs
+        entry = {"index": index, "axes": axes}
+        try:
+            torch.manual_seed(200)
+            inputs = gen_inputs(task.definition, workload, device=DEVICE)
+            ref = task.reference(*inputs)
+            out = torch.full_like(ref, float("nan"))
+            if DEVICE == "cuda":
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+            kernel.forward(*inputs, out)
+            _sync()
+            if DEVICE == "cuda":
+                entry["extra_over_input"] = (torch.cuda.max_memory_allocated() - base) / (
+                    inputs[0].numel() * 4
+                )
+            stats = compute_error_stats(out, ref, workload.tolerance, worst=1)
+            entry.update(
+                passed=stats.passed,
+                matched_ratio=stats.matched_ratio,
+                worst_err_over_atol=stats.max_absolute_error / workload.tolerance.max_atol,
+            )
+        except Exception as exc:  # noqa: BLE001
+            entry["error"] = _short(exc)
+        inputs = ref = out = None
         if DEVICE == "cuda":
             torch.cuda.empty_cache()
-        print(_row_line(row, list(variants)), flush=True)
-        rows.append(row)
-    return rows
-
-
-def _run_variant(inputs: list, ref: torch.Tensor, tolerance, timer: Timer, precision: str, deadline: float):
-    out = torch.full_like(ref, float("nan"))
-
-    def call():
-        kernel.forward(*inputs, out, precision=precision)
-
-    try:
-        extra = _call_measuring_memory(call)
-        stats = compute_error_stats(out, ref, tolerance, worst=1)
-    except Exception as exc:  # noqa: BLE001 - a broken variant must not stop the others
-        return {"error": _short(exc)}
-    entry = {
-        "passed": stats.passed,
-        "matched_ratio": stats.matched_ratio,
-        "max_abs_error": stats.max_absolute_error,
-        "worst_err_over_atol": stats.max_absolute_error / tolerance.max_atol,
-        "extra_bytes": extra,
-        "extra_over_input": extra / (inputs[0].numel() * 4),
-    }
-    if time.time() < deadline:
-        first = timer.median_ms(call, iters=3, warmup=1)
-        entry["iters"] = 50 if first < 20 else 20  # fewer for the largest workloads
-        entry["ms"] = timer.median_ms(call, iters=entry["iters"], warmup=10)
-    return entry
-
-
-def _call_measuring_memory(fn) -> int:
-    """Peak device memory the call allocates beyond what was allocated before it (0 on the CPU)."""
-    if DEVICE != "cuda":
-        fn()
-        return 0
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    fn()
-    torch.cuda.synchronize()
-    return torch.cuda.max_memory_allocated() - base
-
-
-def _row_line(row: dict, labels: list[str]) -> str:
-    a = row["axes"]
-    parts = [f"#{row['index']:<2} {a['batch_size']:>2}x{a['height']:>4}x{a['width']:<4}"]
-    for label in labels:
-        e = row[label]
-        if "error" in e:
-            parts.append(f"{label}: ERROR {e['error']}")
-            continue
-        t = f"{e['ms']:8.3f} ms" if "ms" in e else "   (untimed)"
-        parts.append(
-            f"{label}: {t} match {e['matched_ratio'] * 100:8.4f}% err/atol {e['worst_err_over_atol']:5.2f}"
-            f" mem x{e['extra_over_input']:.2f}"
+        rows.append(entry)
+        a = axes
+        if "error" in entry:
+            log(
+                f"[e2e {label}] #{index:<2} {a['batch_size']:>2}x{a['height']:>4}x{a['width']:<4} "
+                f"ERROR {entry['error']}"
+            )
+            break
+        log(
+            f"[e2e {label}] #{index:<2} {a['batch_size']:>2}x{a['height']:>4}x{a['width']:<4} "
+            f"passed {entry['passed']} matched {entry['matched_ratio'] * 100:9.5f}% "
+            f"err/atol {entry['worst_err_over_atol']:5.2f} mem x{entry.get('extra_over_input', 0):.2f}"
         )
-    return " | ".join(parts)
-
-
-def _summary(rows: list[dict], label: str) -> dict:
-    entries = [r[label] for r in rows]
-    ok = [e for e in entries if "error" not in e]
-    times = [e["ms"] for e in ok if "ms" in e]
+    ok = len(rows) == len(workloads) and all(
+        "error" not in r and r["passed"] and r["matched_ratio"] >= MIN_MATCHED for r in rows
+    )
+    good = [r for r in rows if "error" not in r]
     return {
-        "geomean_ms": geomean(times) if len(times) == len(rows) else None,
-        "timed": len(times),
-        "errors": len(entries) - len(ok),
-        "all_passed": len(ok) == len(rows) and all(e["passed"] for e in ok),
-        "min_matched_ratio": min((e["matched_ratio"] for e in ok), default=None),
-        "max_err_over_atol": max((e["worst_err_over_atol"] for e in ok), default=None),
-        "max_extra_over_input": max((e["extra_over_input"] for e in ok), default=None),
+        "rows": rows,
+        "accepted": ok,
+        "min_matched": min((r["matched_ratio"] for r in good), default=None),
+        "max_err_over_atol": max((r["worst_err_over_atol"] for r in good), default=None),
     }
+
+
+def time_official(task, workloads: list, indices, label: str) -> dict:
+    """harness.timing.time_runnable (CUPTI span, fresh inputs per call) on a few workloads."""
+    from harness.timing import time_runnable
+
+    result = {}
+    for i in indices:
+        if i > len(workloads):
+            continue
+        workload = workloads[i - 1]
+        torch.manual_seed(200)
+        inputs = gen_inputs(task.definition, workload, device=DEVICE)
+        out = torch.empty(*inputs[0].shape, device=DEVICE)
+        try:
+            stats = time_runnable(kernel.forward, inputs, [out], warmup=5, iterations=20, timer="cupti")
+            result[i] = stats.median_ms
+            log(
+                f"[time {label}] #{i:<2} {dict(workload.axes)}  {stats.median_ms:8.3f} ms "
+                "(CUPTI span, median of 20)"
+            )
+        except Exception as exc:  # noqa: BLE001
+            log(f"[time {label}] #{i} ERROR {_short(exc)}")
+        inputs = out = None
+        torch.cuda.empty_cache()
+    return result
+
+
+# ------------------------------------------------------------------------------ writing the defaults
+
+
+def _literal(value) -> str:
+    return repr(tuple(value)).replace("'", '"')  # configs hold ints and plain strings
+
+
+def write_defaults(path: Path, choice: dict) -> None:
+    """Replace the fp16 defaults in kernel.py by the chosen configuration (checked by re-importing)."""
+    text = path.read_text()
+    g0 = text.index('GEMM_CONFIGS: dict[str, dict[str, tuple]] = {\n    "fp16": {')
+    b0 = text.index("\n", text.index('"fp16": {', g0)) + 1
+    b1 = text.index("    },\n", b0)
+    body = "".join(
+        f'        "{g}": {_literal(choice["gemm"][g])},\n' for g in ("qkv", "proj", "mlp1", "mlp2")
+    )
+    text = text[:b0] + body + text[b1:]
+    attn = _literal(choice["attn"])
+    text, n0 = re.subn(
+        r'(ATTN_CONFIGS: dict\[str, tuple\] = \{\n    "fp16": )[^\n]*,\n',
+        lambda m: f"{m.group(1)}{attn},\n",
+        text,
+    )
+    fused = choice["fused_conversion"]
+    text, n1 = re.subn(
+        r"\nFUSED_WEIGHT_CONVERSION = (True|False)\n", f"\nFUSED_WEIGHT_CONVERSION = {fused}\n", text
+    )
+    gelu = "EPILOGUE_GELU" if choice["gelu"] == kernel.EPILOGUE_GELU else "EPILOGUE_GELU_LIBDEVICE"
+    text, n2 = re.subn(r"\nGELU_EPILOGUE = EPILOGUE_GELU(_LIBDEVICE)?\n", f"\nGELU_EPILOGUE = {gelu}\n", text)
+    if (n0, n1, n2) != (1, 1, 1):
+        raise RuntimeError(f"kernel.py: default lines not found ({n0}, {n1}, {n2})")
+    path.write_text(text)
+    written = load_module(path, "_triton_fused_077_written")
+    got = {
+        "gemm": written.GEMM_CONFIGS["fp16"],
+        "attn": written.ATTN_CONFIGS["fp16"],
+        "fused_conversion": written.FUSED_WEIGHT_CONVERSION,
+        "gelu": written.GELU_EPILOGUE,
+    }
+    want = {**choice, "gemm": {g: tuple(c) for g, c in choice["gemm"].items()}, "attn": tuple(choice["attn"])}
+    if got != want:
+        raise RuntimeError(f"kernel.py defaults after writing: {got}, expected {want}")
+
+
+# ------------------------------------------------------------------------------------------- main
 
 
 def main() -> int:
-    global DEVICE, SEARCH_SHAPE
+    global DEVICE, SEARCH_SHAPE, GEMM_CANDIDATES, ATTN_CANDIDATES
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", type=Path, required=True, help="folder for tune_077.json")
-    parser.add_argument("--budget-s", type=float, default=230.0, help="stop searching/timing after this")
-    parser.add_argument("--skip-search", action="store_true", help="defaults only")
-    parser.add_argument("--workers", type=int, default=min(12, os.cpu_count() or 1))
+    parser.add_argument("--budget-s", type=float, default=110.0, help="stop searching/timing after this")
+    parser.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1))
+    parser.add_argument("--write-defaults", action="store_true", help="write the chosen configuration")
     parser.add_argument("--smoke", action="store_true", help="CPU interpreter dry run on tiny shapes")
     args = parser.parse_args()
-    candidates = {"gemm": GEMM_CANDIDATES, "attn": ATTN_CANDIDATES, "ln": LN_CANDIDATES}
     if args.smoke:
         if os.environ.get("TRITON_INTERPRET") != "1":
             print("--smoke needs TRITON_INTERPRET=1 in the environment", file=sys.stderr)
@@ -379,87 +517,118 @@ def main() -> int:
         DEVICE, SEARCH_SHAPE = "cpu", (1, 15, 17)
         args.workers = 1
         big = ("ptr", 128, 256, 256, 8, 8, 1)
-        candidates = {
-            "gemm": [big, ("tma", 128, 256, 256, 8, 8, 1), ("tma_persistent", 128, 256, 256, 8, 8, 1, 1)],
-            "attn": [(128, 256, 2, 8, 1), (128, 256, 3, 8, 1)],
-            "ln": LN_CANDIDATES[:1],
+        GEMM_CANDIDATES = {
+            g: [big, ("tma", 128, 256, 256, 8, 8, 1), ("tma_persistent", 128, 256, 256, 8, 8, 1, 1)]
+            for g in GEMMS
         }
-        apply_configs("fp16", dict.fromkeys(GEMMS, big), (128, 256, 2, 8, 1), (16, 4))
+        ATTN_CANDIDATES = [
+            ATTN_REFERENCE,
+            ("persistent", 128, 256, 2, 8, 2, 1),
+        ]
+        kernel.LN_CONFIG = (16, 4)
+        for choice in (PREV, ORIG):
+            choice["gemm"] = dict.fromkeys(GEMMS, big)
     elif not torch.cuda.is_available():
         print("tune.py needs a CUDA GPU (or --smoke with TRITON_INTERPRET=1)", file=sys.stderr)
         return 3
     t_start = time.time()
+    deadline = t_start + args.budget_s
     args.out.mkdir(parents=True, exist_ok=True)
     task = load_task("077")
-    default = {
-        p: (dict(kernel.GEMM_CONFIGS[p]), kernel.ATTN_CONFIGS[p], kernel.LN_CONFIG) for p in ("fp16", "tf32")
-    }
+    ln = kernel.LN_CONFIG
 
-    jobs = [("gemm", g, p, cfg) for p in ("fp16", "tf32") for g, cfg in default[p][0].items()]
-    jobs += [("attn", "attn", p, default[p][1]) for p in ("fp16", "tf32")]
-    jobs += [("ln", "ln", p, default[p][2]) for p in ("fp16", "tf32")]
-    if not args.skip_search:
-        jobs += [("gemm", g, "fp16", cfg) for g in GEMMS for cfg in candidates["gemm"]]
-        jobs += [("attn", "attn", "fp16", cfg) for cfg in candidates["attn"]]
-        jobs += [("ln", "ln", "fp16", cfg) for cfg in candidates["ln"]]
+    jobs = [("prologue:fused", ln), ("prologue:torch", ln)]
+    jobs += [(f"gemm:{g}", cfg) for g, cands in GEMM_CANDIDATES.items() for cfg in cands]
+    jobs += [("gemm:mlp1/libdevice", PREV["gemm"]["mlp1"]), ("gemm:mlp1/libdevice", ORIG["gemm"]["mlp1"])]
+    jobs += [("attn", cfg) for cfg in ATTN_CANDIDATES]
     jobs = list(dict.fromkeys(jobs))
     errors = {job: err for job, err in precompile(jobs, args.workers).items() if err}
-    print(f"[compile] {len(jobs)} kernels in {time.time() - t_start:.1f} s, {len(errors)} failed")
+    log(f"[compile] {len(jobs)} kernels in {time.time() - t_start:.1f} s, {len(errors)} failed")
     for job, err in errors.items():
-        print(f"    {job}: {err}")
+        log(f"    {job}: {err}")
 
     timer = Timer()
-    deadline = t_start + args.budget_s
     result: dict = {
         "device": torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu (interpreter smoke run)",
         "torch": torch.__version__,
         "triton": triton.__version__,
-        "defaults": {p: {"gemm": v[0], "attn": v[1], "ln": v[2]} for p, v in default.items()},
         "compile_errors": {repr(k): v for k, v in errors.items()},
+        "search_shape": SEARCH_SHAPE,
+        "timer_search": "CUDA events, L2 flushed before each call, median of 10 after 2 warm-ups",
     }
-
-    variants = {"fp16": ("fp16", *default["fp16"]), "tf32": ("tf32", *default["tf32"])}
-    if not args.skip_search:
-        best, table = search(timer, "fp16", errors, t_start + 0.45 * args.budget_s, candidates)
-        result["search_fp16"] = table
-        gemm = {
-            g: tuple(best[f"gemm:{g}"]["config"]) if f"gemm:{g}" in best else default["fp16"][0][g]
-            for g in GEMMS
-        }
-        attn = tuple(best["attn"]["config"]) if "attn" in best else default["fp16"][1]
-        ln = tuple(best["ln"]["config"]) if "ln" in best else default["fp16"][2]
-        result["tuned_fp16"] = {"gemm": gemm, "attn": attn, "ln": ln}
-        stage_ms = {k: v["ms"] for k, v in best.items()}
-        if "ln" in stage_ms:
-            stage_ms["ln"] *= 2  # LN1 and LN2
-        result["stage_breakdown_ms_at_search_shape"] = stage_ms
-        print(f"[search] best stages at {SEARCH_SHAPE}: sum {sum(stage_ms.values()):.3f} ms  {stage_ms}")
-        if (gemm, attn, ln) != default["fp16"]:
-            variants = {
-                "fp16": variants["fp16"],
-                "fp16_tuned": ("fp16", gemm, attn, ln),
-                "tf32": variants["tf32"],
-            }
-
-    rows = run_workloads(task, _workloads(task, args.smoke), timer, variants, deadline)
-    result["workloads"] = rows
-    summary = {label: _summary(rows, label) for label in variants}
-    result["summary"] = summary
-    result["elapsed_s"] = time.time() - t_start
-    for label, sm in summary.items():
-        g = f"{sm['geomean_ms']:.3f} ms" if sm["geomean_ms"] else f"n/a ({sm['timed']}/{len(rows)} timed)"
-        print(
-            f"[summary] {label:10} geomean {g}  errors {sm['errors']}  all passed {sm['all_passed']}  "
-            f"min matched {sm['min_matched_ratio']}  max err/atol {sm['max_err_over_atol']}  "
-            f"max extra memory / input {sm['max_extra_over_input']}"
+    m = math.prod(SEARCH_SHAPE)
+    search = {}  # the attention first: the stage with the most at stake
+    search["attn"] = search_stage(timer, "attn", _attn_case(*SEARCH_SHAPE), ATTN_CANDIDATES, errors, deadline)
+    for g, cands in GEMM_CANDIDATES.items():
+        search[f"gemm:{g}"] = search_stage(timer, f"gemm:{g}", _gemm_case(g, m), cands, errors, deadline)
+    fast_gelu = search["gemm:mlp1"]["best"] is not None
+    if not fast_gelu:
+        case = _gemm_case("mlp1", m, kernel.EPILOGUE_GELU_LIBDEVICE)
+        search["gemm:mlp1/libdevice"] = search_stage(
+            timer, "gemm:mlp1/libdevice", case, GEMM_CANDIDATES["mlp1"], errors, deadline + 30
         )
-    if "tuned_fp16" in result:
-        t = result["tuned_fp16"]
-        print(f"[tuned] GEMM_CONFIGS['fp16'] = {t['gemm']}")
-        print(f"[tuned] ATTN_CONFIGS['fp16'] = {t['attn']}  LN_CONFIG = {t['ln']}")
+    search["prologue:fused"] = search_stage(
+        timer, "prologue:fused", _prologue_case(m, True), [ln], errors, deadline + 30
+    )
+    search["prologue:torch"] = search_stage(
+        timer, "prologue:torch", _prologue_case(m, False), [ln], errors, deadline + 30
+    )
+    result["search"] = search
+    pf = search["prologue:fused"]["best_ms"]
+
+    def best(stage: str, fallback):
+        entry = search.get(stage)
+        return entry["best"] if entry and entry["best"] is not None else fallback
+
+    new = {
+        "gemm": {
+            g: best(f"gemm:{g}" if g != "mlp1" or fast_gelu else "gemm:mlp1/libdevice", PREV["gemm"][g])
+            for g in GEMMS
+        },
+        "attn": best("attn", PREV["attn"]),
+        "fused_conversion": pf is not None,  # one launch less (its gain is CPU-side: events miss it)
+        "gelu": kernel.EPILOGUE_GELU if fast_gelu else kernel.EPILOGUE_GELU_LIBDEVICE,
+    }
+    result["new"] = new
+    log(f"[search] new: {new}")
+
+    workloads = _workloads(task, args.smoke)
+    chosen = None
+    result["e2e"] = {}
+    for label, choice in (("new", new), ("prev", PREV), ("orig", ORIG)):
+        apply(choice)
+        e2e = check_end_to_end(task, workloads, label)
+        result["e2e"][label] = e2e
+        log(
+            f"[e2e {label}] accepted {e2e['accepted']}  min matched {e2e['min_matched']}  "
+            f"max err/atol {e2e['max_err_over_atol']}"
+        )
+        if e2e["accepted"]:
+            chosen = label
+            break
+    if chosen is None:
+        log("[e2e] no configuration accepted: kernel.py left as it is")
+        args.write_defaults = False
+        chosen = "new"
+    choice = {"new": new, "prev": PREV, "orig": ORIG}[chosen]
+    result["chosen"] = chosen
+
+    if DEVICE == "cuda":
+        result["official_timer"] = {}
+        for label in dict.fromkeys((chosen, "prev")):
+            if time.time() > deadline + 20:
+                break
+            apply({"new": new, "prev": PREV, "orig": ORIG}[label])
+            times = time_official(task, workloads, TIMED_WORKLOADS, label)
+            result["official_timer"][label] = times
+    apply(choice)
+    if args.write_defaults:
+        write_defaults(KERNEL_PATH, choice)
+        log(f"[write] kernel.py defaults: {chosen} = {choice}")
+    result["elapsed_s"] = time.time() - t_start
     path = args.out / "tune_077.json"
     path.write_text(json.dumps(result, indent=1, default=str))
-    print(f"[done] {result['elapsed_s']:.0f} s, wrote {path}")
+    log(f"[done] {result['elapsed_s']:.0f} s, chose {chosen!r}, wrote {path}")
     return 0
 
 
