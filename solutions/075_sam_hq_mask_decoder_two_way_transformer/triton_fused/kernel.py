@@ -8,20 +8,34 @@ The key side is folded so that every key token only meets 8*T vectors of width 2
       softmax over t, out_s = k_s + sum_ht p(s,h,t) (Wout[:, h] V_ht) + bout, then LayerNorm4.
 Scores are kept in the log2 domain (the 1/4 scale and log2(e) are folded into the vectors), so exp2.
 
-Phases (work items per phase in brackets; a row block holds RB query rows = IPB items x TP padded tokens):
-  1 [8 heads x row blocks]   self-attention of one head; its out-projection slice -> sa_part
-  2 [8 heads x row blocks]   y1 = q + b + sum_h sa_part -> LN1 -> x1; t2i query of head h folded -> A1, c1;
-                             the head-0 program also seeds y2acc = x1 + bout_t2i and zeroes y3acc
-  3 [items x key chunks]     t2i flash pass: online softmax over the chunk, partial (max, sum, sum p k)
-  4 [row blocks x 8 x ND]    combine the chunk partials of one head over one slice of the 256 channels,
-                             through Wv (slice) and Wout_t2i (head columns), atomically into y2acc
-  5 [MB-row groups x 2048/HB] LN2 on the fly; one MLP hidden block, lin1 + ReLU + lin2, atomically into
-                             y3acc (the block-0 program adds the residual x2 + b2)
-  6 [8 heads x row blocks]   LN3 -> output_queries (head 0); i2t key/value of head h folded -> A2, c2, VW
-  7 [items x key chunks]     i2t pass: scores, softmax over tokens per head, values, residual, LN4, store
-In "persistent" mode one launch runs all phases on a grid of at most one program per SM; phases are ordered
-by per-phase completion counters (release/acquire atomics, bounded spins) and the last program to finish
-resets the counters. In "multi" mode each phase is its own launch (one work item per program).
+Query rows are flat: row r = item * T + t (R = items * T rows, as the [B, P, T, 256] tensors lie).
+Phases (work items in brackets; a row tile is 16 flat rows):
+  1 [8 heads x item groups]  self-attention of one head for IPB = 16 // T whole items: q, k, v of the head,
+                             softmax, its slice of the out-projection, atomically into y1acc (head 0 adds
+                             the residual q + bout)
+  2 [8 heads x row tiles]    LN1 -> x1 (head 0 adds x1 + bout_t2i into y2acc); t2i query of head h folded:
+                             A1 = Wk_h^T q_h (rounded to TF32), c1 = q_h . bk_h
+  3 [items x chunks x halves] t2i pass over a key chunk: scores A1 (k + kp)^T (TF32 tensor cores), online
+                             softmax, sum_s p k_s; partial (max, sum, acc) per chunk
+  4 [row tiles x 8 x ND]     combine the chunk partials of head h on one channel slice, @ Wv_h(slice)^T,
+                             @ Wout_h^T, atomically into y2acc
+  5 [row tiles x 2048/HB]    LN2, one MLP hidden block (lin1, ReLU, lin2), atomically into y3acc (block 0
+                             adds the residual x2 + b2)
+  6 [8 heads x row tiles]    LN3 -> output_queries (head 0); i2t key/value of head h folded:
+                             A2 = Wq_h^T K_h (TF32), c2 = bq_h . K_h, VW = Wout[:, h] V_h (stored transposed,
+                             split into a TF32 part and the rest for 3xTF32)
+  7 [items x chunks]         i2t pass: scores, softmax over each head's tokens, values (p split in two TF32
+                             parts; VW's TF32 residual too with v_terms=3), residual, LN4, store; also
+                             re-zeroes the three accumulators for the next call
+The query side (phases 1, 2, 4, 5, 6) runs on the tensor cores in 3xTF32 (about fp32), the 256-wide
+contractions in a real loop over 64-wide pieces (one copy of the code), spread over many small work items;
+only the tiny attention products are fp32 FMA dots (an unrolled FMA dot is ~16 B of code per FMA, and code
+is what costs here: see NOTES.md). The key passes work on transposed tiles [256 channels, BS tokens], so
+every tensor-core operand that comes from memory (A1, A2, VW) is the A operand and every computed one the B
+operand (Triton keeps a computed A operand in registers, replicated per warpgroup).
+In "persistent" mode one launch runs all phases on a grid of one program per SM; phase k starts when its
+counter (work items of phase k done, release/acquire atomics, bounded spins) reaches its item count; the
+last program out resets the counters. In "multi" mode each phase is its own launch (one item per program).
 Layouts: every tensor is contiguous fp32; weights are [out, in] as in F.linear. No `from __future__ import
 annotations` here: @triton.jit reads the real `tl.constexpr` annotations.
 """
@@ -35,36 +49,14 @@ import triton.language as tl
 
 C_HID = 256  # hidden width
 D_MLP = 2048
-N_SYNC = 8  # counters: phases 1..6 at [0..5], exit counter at [7]
-N_SYNC_C = tl.constexpr(N_SYNC)
+RT = 16  # query rows per row tile
 SA_SCALE = tl.constexpr(1.4426950408889634 / math.sqrt(32.0))  # log2(e) / sqrt(head_dim 32)
 X_SCALE = tl.constexpr(0.25 * 1.4426950408889634)  # log2(e) / sqrt(head_dim 16)
 _NEG = tl.constexpr(-1.0e30)  # finite "minus infinity": fully masked rows stay NaN-free
+_RT = tl.constexpr(RT)
 
 
 # ----------------------------------------------------------------------------------------- helpers
-
-
-@triton.jit
-def _rows_of(prow, NI, T, TP: tl.constexpr, RB: tl.constexpr, IPB: tl.constexpr):
-    """Padded workspace row prow = token t of item `item`; grow indexes the [NI*T, 256] inputs/outputs."""
-    r = prow % RB
-    slot = r // TP  # item slot inside the row block
-    item = (prow // RB) * IPB + slot
-    t = r % TP
-    inblk = (slot < IPB) & (item < NI)  # a real item (padded tokens included)
-    valid = inblk & (t < T)  # a real token
-    grow = item * T + t
-    return slot, item, t, inblk, valid, grow
-
-
-@triton.jit
-def _rows(rb, NI, T, TP: tl.constexpr, RB: tl.constexpr, IPB: tl.constexpr):
-    """The RB rows of row block rb (see _rows_of), plus r (row in block) and prow (workspace row)."""
-    r = tl.arange(0, RB)
-    prow = rb * RB + r
-    slot, item, t, inblk, valid, grow = _rows_of(prow, NI, T, TP, RB, IPB)
-    return r, slot, item, t, inblk, valid, grow, prow
 
 
 @triton.jit
@@ -79,7 +71,7 @@ def _layernorm(y, w_ptr, b_ptr, C: tl.constexpr):
 
 @triton.jit
 def _arrive(ptr):
-    # every thread's stores/atomics of this work item precede the release by the one thread doing the add
+    # every thread's stores/atomics of this phase precede the release by the one thread doing the add
     tl.debug_barrier()
     tl.atomic_add(ptr, 1, sem="release", scope="gpu")
 
@@ -101,6 +93,22 @@ def _wait(ptr, target, MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr):
         v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
         i += 1
     tl.debug_barrier()
+
+
+@triton.jit
+def _stamp(times, k, pid):
+    """Program 0 writes %clock64 and %globaltimer to times[2k], times[2k+1] (GPU only: inline PTX)."""
+    if pid == 0:
+        z = tl.zeros([1], tl.int64)
+        ck = tl.inline_asm_elementwise(
+            "mov.u64 $0, %clock64;", "=l,l", [z], dtype=tl.int64, is_pure=False, pack=1
+        )
+        gt = tl.inline_asm_elementwise(
+            "mov.u64 $0, %globaltimer;", "=l,l", [z], dtype=tl.int64, is_pure=False, pack=1
+        )
+        o = tl.arange(0, 1)
+        tl.store(times + 2 * k + o, ck)
+        tl.store(times + 2 * k + 1 + o, gt)
 
 
 @triton.jit
@@ -133,213 +141,232 @@ def _prefetch_tokens(k_ptr, kp_ptr, item, S, first, lo, hi, NT: tl.constexpr, C:
 
 
 @triton.jit
-def _tf32_rn(x):
-    """fp32 -> nearest TF32 value (ties away from zero), still fp32: the tensor core then drops zero bits."""
-    bits = x.to(tl.int32, bitcast=True)
-    return ((bits + 0x1000) & -8192).to(tl.float32, bitcast=True)
+def _zero_share(ptr, n_elem, part, n_parts, ZB: tl.constexpr):
+    """Zero share `part` of `n_parts` of a contiguous fp32 array, ZB elements per step."""
+    per = (n_elem + n_parts - 1) // n_parts
+    lo = part * per
+    hi = tl.minimum(lo + per, n_elem)
+    for st in range(lo, hi, ZB):
+        o = st + tl.arange(0, ZB)
+        tl.store(ptr + o, tl.zeros([ZB], tl.float32), mask=o < hi)
 
 
 @triton.jit
-def _dot(a, b, acc, PREC: tl.constexpr):
-    """tl.dot with PREC in tf32 (operands truncated by the tensor core), tf32rn (rounded to nearest in
-    registers first: unbiased, about half the error), tf32x3 (about fp32) or ieee (fp32 FMA)."""
-    if PREC == "tf32rn":
-        return tl.dot(_tf32_rn(a), _tf32_rn(b), acc, input_precision="tf32")
+def _tf32_rn(x, RN: tl.constexpr = True):
+    """fp32 -> nearest TF32 value (ties away from zero), still fp32: the tensor core then drops zero bits.
+    RN=False returns x unchanged (the tensor core truncates; in the interpreter, exact fp32 dots)."""
+    if RN:
+        bits = x.to(tl.int32, bitcast=True)
+        return ((bits + 0x1000) & -8192).to(tl.float32, bitcast=True)
     else:
-        return tl.dot(a, b, acc, input_precision=PREC)
-
-
-# Dots with a 256-wide contraction run in KC-wide pieces inside a real loop, operands (re)read from memory
-# per piece: a whole [16, 256] operand sits in every warp's registers (tl.dot never splits K across warps)
-# and an unrolled loop issues every piece's loads at once; either way it spills. Activations computed in
-# registers (LayerNorm outputs) are staged through a per-program scratch row block for this.
+        return x
 
 
 @triton.jit
-def _xwt(
-    x_ptr, x_off, x_ok, y_ptr, y_off, y_ok, y_scale, w_ptr, w_row,
-    RB: tl.constexpr, N: tl.constexpr, C: tl.constexpr, KC: tl.constexpr, HAS_Y: tl.constexpr,
-    PREC: tl.constexpr,
+def _fma_dot(a, b):
+    """[M, K] @ [K, N] in fp32 on the CUDA cores (exact; only for tiny K * N: the code is unrolled)."""
+    return tl.dot(a, b, input_precision="ieee")
+
+
+@triton.jit
+def _tdot(a, b, acc, P3: tl.constexpr, RN: tl.constexpr):
+    """acc + a @ b on the tensor cores: 3xTF32 (P3: about fp32) or one TF32 product of rounded operands."""
+    ab = _tf32_rn(a, RN)
+    bb = _tf32_rn(b, RN)
+    if P3:
+        acc = tl.dot(a - ab, bb, acc, input_precision="tf32")
+        acc = tl.dot(ab, b - bb, acc, input_precision="tf32")
+    return tl.dot(ab, bb, acc, input_precision="tf32")
+
+
+@triton.jit
+def _row_stats(y):
+    """Mean and 1/std of the rows of a [16, 256] block (LayerNorm, eps 1e-6)."""
+    mean = tl.sum(y, 1) / 256
+    yc = y - mean[:, None]
+    return mean, 1.0 / tl.sqrt(tl.sum(yc * yc, 1) / 256 + 1e-6)
+
+
+@triton.jit
+def _proj(
+    x_ptr, off, ok, mean, rstd, lnw, lnb, pe_ptr, w_ptr, wrow, live,
+    N: tl.constexpr, LN: tl.constexpr, PE: tl.constexpr, C: tl.constexpr, KC: tl.constexpr,
+    P3: tl.constexpr, RN: tl.constexpr,
 ):  # fmt: skip
-    """[RB, N] = (x + y_scale * y) @ W[w_row, :]^T; rows of x/y at element offsets x_off/y_off (masked)."""
-    acc = tl.zeros([RB, N], tl.float32)
-    for kb in range(0, C // KC):
-        cols = kb * KC + tl.arange(0, KC)
-        xk = tl.load(x_ptr + x_off[:, None] + cols[None, :], mask=x_ok[:, None], other=0.0)
-        if HAS_Y:
-            xk += y_scale * tl.load(y_ptr + y_off[:, None] + cols[None, :], mask=y_ok[:, None], other=0.0)
-        wk = tl.load(w_ptr + w_row[:, None] * C + cols[None, :])  # [N, KC]
-        acc = _dot(xk, tl.trans(wk), acc, PREC)
+    """[16, N] = f(X) @ W[wrow, :]^T, f(X) = LN(X) (+ PE), in a real loop over KC-wide pieces of the
+    contraction (one copy of the code; the rows are re-read per piece from L1/L2)."""
+    acc = tl.zeros([_RT, N], tl.float32)
+    for kb in range(0, C, KC):
+        cols = kb + tl.arange(0, KC)
+        xo = off[:, None] + cols[None, :]
+        x = tl.load(x_ptr + xo, mask=ok[:, None], other=0.0, cache_modifier=".cg")
+        if LN:
+            x = (x - mean[:, None]) * rstd[:, None] * tl.load(lnw + cols, mask=live, other=0.0)[None, :]
+            x += tl.load(lnb + cols, mask=live, other=0.0)[None, :]
+        if PE:
+            x += tl.load(pe_ptr + xo, mask=ok[:, None], other=0.0)
+        wk = tl.load(w_ptr + wrow[:, None] * C + cols[None, :], mask=live, other=0.0)  # [N, KC]
+        acc = _tdot(x, tl.trans(wk), acc, P3, RN)
     return acc
 
 
-@triton.jit
-def _xwt_pair(
-    x_ptr, x_off, x_ok, y_ptr, y_off, y_ok, y_scale, w1_ptr, w2_ptr, w_row,
-    RB: tl.constexpr, N: tl.constexpr, C: tl.constexpr, KC: tl.constexpr, PREC: tl.constexpr,
-):  # fmt: skip
-    """((x + y_scale * y) @ W1[w_row]^T, x @ W2[w_row]^T): one pass over the pieces for both."""
-    acc1 = tl.zeros([RB, N], tl.float32)
-    acc2 = tl.zeros([RB, N], tl.float32)
-    for kb in range(0, C // KC):
-        cols = kb * KC + tl.arange(0, KC)
-        xk = tl.load(x_ptr + x_off[:, None] + cols[None, :], mask=x_ok[:, None], other=0.0)
-        xy = xk + y_scale * tl.load(y_ptr + y_off[:, None] + cols[None, :], mask=y_ok[:, None], other=0.0)
-        w1k = tl.load(w1_ptr + w_row[:, None] * C + cols[None, :])  # [N, KC]
-        w2k = tl.load(w2_ptr + w_row[:, None] * C + cols[None, :])
-        acc1 = _dot(xy, tl.trans(w1k), acc1, PREC)
-        acc2 = _dot(xk, tl.trans(w2k), acc2, PREC)
-    return acc1, acc2
-
-
-@triton.jit
-def _stage(scr, scr_off, x, C: tl.constexpr):
-    """Write a register row block to this program's scratch so that _xwt can re-read it in pieces."""
-    c = tl.arange(0, C)
-    tl.debug_barrier()  # earlier readers of the scratch are done
-    tl.store(scr + scr_off[:, None] + c[None, :], x)
-    tl.debug_barrier()  # visible to every thread of the program
-
-
 # ----------------------------------------------------------------------------------------- phases
+# Every phase takes `live`: False runs the code on masked-off memory operations only (a "dry run"; with
+# `Config.warm`, six idle programs execute the code of phases 2..7 once during phase 1 to pull it into L2.
+# Measured on the H200: no gain (3 % slower), so it is off by default; see NOTES.md, "Where the time goes").
 
 
 @triton.jit
 def _ph1_self_attn(
-    w, q_ptr, qp_ptr, wq, bq, wk, bk, wv, bv, wo, sa_part, NI, T, pe_sa,
-    C: tl.constexpr, TP: tl.constexpr, RB: tl.constexpr, IPB: tl.constexpr, KC: tl.constexpr,
-    PQ: tl.constexpr,
+    w, live, q_ptr, qp_ptr, wq, bq, wk, bk, wv, bv, wo, bo, y1acc, R, T, IPB, pe_sa,
+    C: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
 ):  # fmt: skip
     h = w % 8
-    rb = w // 8
-    r, slot, item, t, inblk, valid, grow, prow = _rows(rb, NI, T, TP, RB, IPB)
+    g = w // 8
+    i = tl.arange(0, _RT)
+    r = g * (IPB * T) + i  # flat rows of the IPB whole items of group g
+    valid = (i < IPB * T) & (r < R) & live
     c = tl.arange(0, C)
-    g_off = grow * C
-    wrow = h * 32 + tl.arange(0, 32)  # this head's rows of the q/k/v weights
-    qh = tl.zeros([RB, 32], tl.float32)
-    kh = tl.zeros([RB, 32], tl.float32)
-    vh = tl.zeros([RB, 32], tl.float32)
-    for kb in range(0, C // KC):  # q, k, v of head h in one pass over the contraction pieces
-        cols = kb * KC + tl.arange(0, KC)
-        x = tl.load(q_ptr + g_off[:, None] + cols[None, :], mask=valid[:, None], other=0.0)  # [RB, KC]
-        xp = x + pe_sa * tl.load(qp_ptr + g_off[:, None] + cols[None, :], mask=valid[:, None], other=0.0)
-        w_off = wrow[:, None] * C + cols[None, :]
-        qh = _dot(xp, tl.trans(tl.load(wq + w_off)), qh, PQ)
-        kh = _dot(xp, tl.trans(tl.load(wk + w_off)), kh, PQ)
-        vh = _dot(x, tl.trans(tl.load(wv + w_off)), vh, PQ)
-    qh += tl.load(bq + wrow)[None, :]  # [RB, 32]
-    kh += tl.load(bk + wrow)[None, :]
-    vh += tl.load(bv + wrow)[None, :]
-    s = _dot(qh, tl.trans(kh), None, PQ) * SA_SCALE  # [RB, RB] log2-domain scores
-    same = slot[:, None] == slot[None, :]  # block-diagonal: tokens of the same item only
-    s = tl.where(same & valid[None, :], s, _NEG)
+    d = h * 32 + tl.arange(0, 32)  # this head's rows of the q/k/v weights
+    d2 = tl.arange(0, 64)
+    dqk = h * 32 + d2 % 32
+    wqk = tl.where(d2 < 32, wq, wk)  # the q and k rows of head h as one [64, C] operand
+    acc_qk = tl.zeros([_RT, 64], tl.float32)
+    acc_v = tl.zeros([_RT, 32], tl.float32)
+    for kb in range(0, C, KC):
+        cols = kb + tl.arange(0, KC)
+        xo = r[:, None] * C + cols[None, :]
+        x = tl.load(q_ptr + xo, mask=valid[:, None], other=0.0)
+        xp = x + pe_sa * tl.load(qp_ptr + xo, mask=valid[:, None], other=0.0)
+        w_qk = tl.load(wqk[:, None] + dqk[:, None] * C + cols[None, :], mask=live, other=0.0)  # [64, KC]
+        w_v = tl.load(wv + d[:, None] * C + cols[None, :], mask=live, other=0.0)  # [32, KC]
+        acc_qk = _tdot(xp, tl.trans(w_qk), acc_qk, P3, RN)
+        acc_v = _tdot(x, tl.trans(w_v), acc_v, P3, RN)
+    qk = acc_qk + tl.load(tl.where(d2 < 32, bq, bk) + dqk, mask=live, other=0.0)[None, :]
+    qh, kh = tl.split(tl.permute(tl.reshape(qk, (_RT, 2, 32)), (0, 2, 1)))  # [16, 32] each
+    vh = acc_v + tl.load(bv + d, mask=live, other=0.0)[None, :]
+    s = _fma_dot(qh, tl.trans(kh)) * SA_SCALE  # [16, 16] log2-domain scores
+    item = r // T
+    same = (item[:, None] == item[None, :]) & valid[None, :]  # block-diagonal: tokens of the same item
+    s = tl.where(same, s, _NEG)
     p = tl.exp2(s - tl.max(s, 1)[:, None])
     p = p / tl.sum(p, 1)[:, None]
-    o = _dot(p, vh, None, PQ)  # [RB, 32]
-    w_o = tl.load(wo + c[:, None] * C + wrow[None, :])  # [C, 32] = Wout[:, head columns]
-    u = _dot(o, tl.trans(w_o), None, PQ)  # [RB, C] this head's share of the out-projection
-    tl.store(sa_part + (prow[:, None] * 8 + h) * C + c[None, :], u)
+    o = _fma_dot(p, vh)  # [16, 32]
+    w_o = tl.load(wo + c[:, None] * C + d[None, :], mask=live, other=0.0)  # [C, 32] = Wout[:, head cols]
+    u = _tdot(o, tl.trans(w_o), tl.zeros([_RT, C], tl.float32), P3, RN)  # [16, C] this head's share
+    off = r[:, None] * C + c[None, :]
+    if h == 0:  # the residual and the out-projection bias
+        u += (
+            tl.load(q_ptr + off, mask=valid[:, None], other=0.0)
+            + tl.load(bo + c, mask=live, other=0.0)[None, :]
+        )
+    tl.atomic_add(y1acc + off, u, mask=valid[:, None], sem="relaxed", scope="gpu")
 
 
 @triton.jit
 def _ph2_ln1_t2i_fold(
-    w, q_ptr, qp_ptr, sa_part, bo_sa, ln1w, ln1b, wq, bq, wk, bk, bo_t2i, y2acc, y3acc, a1, c1, scr, scr_row,
-    NI, T,
-    C: tl.constexpr, TP: tl.constexpr, RB: tl.constexpr, IPB: tl.constexpr, KC: tl.constexpr,
-    PQ: tl.constexpr,
+    w, live, y1acc, qp_ptr, ln1w, ln1b, wq, bq, wk, bk, bo_t2i, y2acc, a1, c1, R, T,
+    C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
 ):  # fmt: skip
+    M8: tl.constexpr = 8 * TPK
     h = w % 8
-    rb = w // 8
-    r, slot, item, t, inblk, valid, grow, prow = _rows(rb, NI, T, TP, RB, IPB)
-    M8: tl.constexpr = 8 * TP
+    rt = w // 8
+    r = rt * _RT + tl.arange(0, _RT)
+    valid = (r < R) & live
     c = tl.arange(0, C)
-    y = tl.load(q_ptr + grow[:, None] * C + c[None, :], mask=valid[:, None], other=0.0)
-    y += tl.load(bo_sa + c)[None, :]
-    for hh in tl.static_range(8):  # unrolled: the eight loads are in flight together
-        y += tl.load(sa_part + (prow[:, None] * 8 + hh) * C + c[None, :], cache_modifier=".cg")
-    x1 = _layernorm(y, ln1w, ln1b, C)  # [RB, C]
-    pw = prow[:, None] * C + c[None, :]
-    if h == 0:
-        tl.store(y2acc + pw, x1 + tl.load(bo_t2i + c)[None, :])  # seeds the phase-4 atomics
-        tl.store(y3acc + pw, tl.zeros([RB, C], tl.float32))  # seeds the phase-5 atomics
-    s_off = (scr_row + r) * C
-    _stage(scr, s_off, x1, C)
-    wrow = h * 16 + tl.arange(0, 16)
-    qt = _xwt(scr, s_off, r >= 0, qp_ptr, grow * C, valid, 1.0, wq, wrow, RB, 16, C, KC, True, PQ)
-    qt = (qt + tl.load(bq + wrow)[None, :]) * X_SCALE  # [RB, 16] t2i query of head h, pre-scaled
-    qt = tl.where(valid[:, None], qt, 0.0)  # padded tokens get zero vectors (ignored later)
-    w_k = tl.load(wk + wrow[:, None] * C + c[None, :])  # [16, C]
-    a = _dot(qt, w_k, None, PQ)  # [RB, C]  Wk_h^T q_ht
-    cb = tl.sum(qt * tl.load(bk + wrow)[None, :], 1)  # [RB]    q_ht . bk_h
-    j = item * M8 + h * TP + t  # row of [NI, 8*TP] (head-major inside an item)
-    tl.store(a1 + j[:, None] * C + c[None, :], a, mask=inblk[:, None])
-    tl.store(c1 + j, cb, mask=inblk)
+    d = h * 16 + tl.arange(0, 16)
+    off = r[:, None] * C + c[None, :]
+    y = tl.load(y1acc + off, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+    mean, rstd = _row_stats(y)
+    if h == 0:  # x1 + bout_t2i seeds y2acc (phase 4 adds the attention)
+        x1 = (y - mean[:, None]) * rstd[:, None] * tl.load(ln1w + c, mask=live, other=0.0)[None, :]
+        x1 += (
+            tl.load(ln1b + c, mask=live, other=0.0)[None, :]
+            + tl.load(bo_t2i + c, mask=live, other=0.0)[None, :]
+        )
+        tl.atomic_add(y2acc + off, x1, mask=valid[:, None], sem="relaxed", scope="gpu")
+    qh = _proj(
+        y1acc, r * C, valid, mean, rstd, ln1w, ln1b, qp_ptr, wq, d, live, 16, True, True, C, KC, P3, RN
+    )
+    qh = (qh + tl.load(bq + d, mask=live, other=0.0)[None, :]) * X_SCALE  # [16, 16] pre-scaled
+    w_k = tl.load(wk + d[:, None] * C + c[None, :], mask=live, other=0.0)  # [16, C]
+    a = _tdot(qh, w_k, tl.zeros([_RT, C], tl.float32), P3, RN)  # [16, C]  Wk_h^T q_ht
+    cb = tl.sum(qh * tl.load(bk + d, mask=live, other=0.0)[None, :], 1)  # [16]  q_ht . bk_h
+    item = r // T
+    j = item * M8 + h * TPK + r % T  # row of A1 [items, 8 * TPK] (head-major inside an item)
+    tl.store(a1 + j[:, None] * C + c[None, :], _tf32_rn(a, RN), mask=valid[:, None])
+    tl.store(c1 + j, cb, mask=valid)
 
 
 @triton.jit
 def _ph3_t2i_pass(
-    w, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, S, n_ch, CH,
-    C: tl.constexpr, TP: tl.constexpr, BS: tl.constexpr, KC: tl.constexpr, PF_DIST: tl.constexpr,
-    PS: tl.constexpr, PV: tl.constexpr,
+    w, live, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
+    C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, NHALF: tl.constexpr, PF_DIST: tl.constexpr,
+    RN: tl.constexpr,
 ):  # fmt: skip
-    M8: tl.constexpr = 8 * TP
-    item = w // n_ch
-    ch = w % n_ch
+    M8: tl.constexpr = 8 * TPK
+    half = w % NHALF
+    ic = w // NHALF  # item * n_ch + chunk
+    item = ic // n_ch
+    ch = ic % n_ch
     c = tl.arange(0, C)
-    j = tl.arange(0, M8)
-    a_off = (item * M8 + j) * C
-    cb = tl.load(c1 + item * M8 + j)
-    m = tl.full([M8], _NEG, tl.float32)
-    l_sum = tl.zeros([M8], tl.float32)
-    acc = tl.zeros([M8, C], tl.float32)
+    j = half * 64 + tl.arange(0, 64)  # 64 rows of [8 heads x TPK tokens]
+    jv = ((j % TPK) < T) & live
+    a = tl.load(a1 + (item * M8 + j)[:, None] * C + c[None, :], mask=jv[:, None], other=0.0)  # [64, C]
+    cb = tl.load(c1 + item * M8 + j, mask=jv, other=0.0)
+    m = tl.full([64], _NEG, tl.float32)
+    l_sum = tl.zeros([64], tl.float32)
+    acc = tl.zeros([64, C], tl.float32)
     s0 = ch * CH
-    s1 = tl.minimum(s0 + CH, S)
+    s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)  # a dry run does one tile
     for st in range(s0, s1, BS):
         if PF_DIST > 0:  # pull a later tile of this chunk into L2 while this one computes
             _prefetch_tokens(k_ptr, kp_ptr, item, S, st + PF_DIST * BS, s0, s1, BS, C)
         tok = st + tl.arange(0, BS)
-        tm = tok < s1
-        row = (item * S + tok) * C
-        s = tl.zeros([M8, BS], tl.float32) + cb[:, None]
-        for kb in range(0, C // KC):
-            cols = kb * KC + tl.arange(0, KC)
-            off = row[:, None] + cols[None, :]
-            xk = tl.load(k_ptr + off, mask=tm[:, None], other=0.0)
-            xk += tl.load(kp_ptr + off, mask=tm[:, None], other=0.0)  # [BS, KC]
-            ak = tl.load(a1 + a_off[:, None] + cols[None, :])  # [M8, KC] (L1 after the first tile)
-            s = _dot(ak, tl.trans(xk), s, PS)  # [M8, BS] log2-domain scores
+        tm = (tok < s1) & live
+        off = (item * S + tok)[None, :] * C + c[:, None]  # [C, BS] transposed tile
+        kt = tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg")
+        xt = _tf32_rn(kt + tl.load(kp_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg"), RN)
+        s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [64, BS] log2-domain scores
         s = tl.where(tm[None, :], s, _NEG)
         m_new = tl.maximum(m, tl.max(s, 1))
         alpha = tl.exp2(m - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_sum = l_sum * alpha + tl.sum(p, 1)
-        kt = tl.load(k_ptr + row[:, None] + c[None, :], mask=tm[:, None], other=0.0)  # [BS, C] (L1 hit)
-        acc = _dot(p, kt, acc * alpha[:, None], PV)  # sum_s p k_s (raw keys)
+        acc = tl.dot(
+            _tf32_rn(p, RN), tl.trans(_tf32_rn(kt, RN)), acc * alpha[:, None], input_precision="tf32"
+        )
         m = m_new
-    tl.store(pm + w * M8 + j, m)
-    tl.store(pl + w * M8 + j, l_sum)
-    tl.store(pacc + (w * M8 + j)[:, None] * C + c[None, :], acc)
+    base = ic * M8 + j
+    tl.store(pm + base, m, mask=jv)
+    tl.store(pl + base, l_sum, mask=jv)
+    tl.store(pacc + base[:, None] * C + c[None, :], acc, mask=jv[:, None])
 
 
 @triton.jit
 def _ph4_t2i_combine(
-    w, pm, pl, pacc, wv, bv, wo, y2acc, NI, T, n_ch, ND,
-    C: tl.constexpr, TP: tl.constexpr, RB: tl.constexpr, IPB: tl.constexpr, DS: tl.constexpr,
-    NCB: tl.constexpr, PQ: tl.constexpr,
+    w, live, pm, pl, pacc, wv, bv, wo, y2acc, R, T, n_ch,
+    C: tl.constexpr, TPK: tl.constexpr, ND: tl.constexpr, NCB: tl.constexpr, P3: tl.constexpr,
+    RN: tl.constexpr,
 ):  # fmt: skip
-    M8: tl.constexpr = 8 * TP
+    M8: tl.constexpr = 8 * TPK
+    DS: tl.constexpr = C // ND
     ds = w % ND
     h = (w // ND) % 8
-    rb = w // (ND * 8)
-    r, slot, item, t, inblk, valid, grow, prow = _rows(rb, NI, T, TP, RB, IPB)
+    rt = w // (ND * 8)
+    r = rt * _RT + tl.arange(0, _RT)
+    valid = (r < R) & live
+    item = r // T
+    jrow = h * TPK + r % T
     dd = ds * DS + tl.arange(0, DS)  # this program's channel slice
-    jrow = h * TP + t
-    m_run = tl.full([RB], _NEG, tl.float32)
-    l_run = tl.zeros([RB], tl.float32)
-    acc = tl.zeros([RB, DS], tl.float32)
-    for cb0 in range(0, n_ch, NCB):  # NCB chunks per step: one round trip for NCB partials
+    c = tl.arange(0, C)
+    d = h * 16 + tl.arange(0, 16)
+    m_run = tl.full([_RT], _NEG, tl.float32)
+    l_run = tl.zeros([_RT], tl.float32)
+    acc = tl.zeros([_RT, DS], tl.float32)
+    for cb0 in range(0, tl.where(live, n_ch, 1), NCB):  # NCB chunks per step: one round trip for NCB partials
         chs = cb0 + tl.arange(0, NCB)
-        base = (item[None, :] * n_ch + chs[:, None]) * M8 + jrow[None, :]  # [NCB, RB]
+        base = (item[None, :] * n_ch + chs[:, None]) * M8 + jrow[None, :]  # [NCB, 16]
         ok = (chs < n_ch)[:, None] & valid[None, :]
         mc = tl.load(pm + base, mask=ok, other=_NEG, cache_modifier=".cg")
         lc = tl.load(pl + base, mask=ok, other=0.0, cache_modifier=".cg")
@@ -348,159 +375,183 @@ def _ph4_t2i_combine(
             mask=ok[:, :, None],
             other=0.0,
             cache_modifier=".cg",
-        )  # [NCB, RB, DS]
+        )  # [NCB, 16, DS]
         m_new = tl.maximum(m_run, tl.max(mc, 0))
         fa = tl.exp2(m_run - m_new)
-        fb = tl.exp2(mc - m_new[None, :])  # [NCB, RB]
+        fb = tl.exp2(mc - m_new[None, :])  # [NCB, 16]
         l_run = l_run * fa + tl.sum(lc * fb, 0)
         acc = acc * fa[:, None] + tl.sum(ac * fb[:, :, None], 0)
         m_run = m_new
-    pooled = acc / tl.where(valid, l_run, 1.0)[:, None]  # softmax-weighted mean of raw keys, [RB, DS]
-    wrow = h * 16 + tl.arange(0, 16)
-    w_v = tl.load(wv + wrow[:, None] * C + dd[None, :])  # [16, DS]
-    v = _dot(pooled, tl.trans(w_v), None, PQ)  # [RB, 16] partial over the channel slice
+    pooled = acc / tl.where(valid, l_run, 1.0)[:, None]  # softmax-weighted mean of raw keys, [16, DS]
+    w_v = tl.load(wv + d[:, None] * C + dd[None, :], mask=live, other=0.0)  # [16, DS]
+    v = _fma_dot(pooled, tl.trans(w_v))  # [16, 16] partial over the channel slice (fp32)
     if ds == 0:
-        v += tl.load(bv + wrow)[None, :]
-    c = tl.arange(0, C)
-    w_o = tl.load(wo + c[:, None] * 128 + wrow[None, :])  # [C, 16] = Wout_t2i[:, head cols]
-    u = _dot(v, tl.trans(w_o), None, PQ)  # [RB, C]
-    tl.atomic_add(y2acc + prow[:, None] * C + c[None, :], u, mask=valid[:, None], sem="relaxed", scope="gpu")
+        v += tl.load(bv + d, mask=live, other=0.0)[None, :]
+    w_o = tl.load(wo + c[:, None] * 128 + d[None, :], mask=live, other=0.0)  # [C, 16] = Wout_t2i[:, head]
+    u = _tdot(v, tl.trans(w_o), tl.zeros([_RT, C], tl.float32), P3, RN)  # [16, C]
+    tl.atomic_add(y2acc + r[:, None] * C + c[None, :], u, mask=valid[:, None], sem="relaxed", scope="gpu")
 
 
 @triton.jit
 def _ph5_mlp(
-    w, y2acc, ln2w, ln2b, w1, b1, w2, b2, y3acc, scr, scr_row, NI, T, NHB, n_rows,
-    C: tl.constexpr, TP: tl.constexpr, RB: tl.constexpr, IPB: tl.constexpr, MB: tl.constexpr,
-    HB: tl.constexpr, KC: tl.constexpr, PQ: tl.constexpr,
+    w, live, y2acc, ln2w, ln2b, w1, b1, w2, b2, y3acc, R,
+    C: tl.constexpr, HB: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
 ):  # fmt: skip
-    """MB workspace rows (the MLP is row-wise, so items do not matter here) x one hidden block of HB."""
+    NHB: tl.constexpr = 2048 // HB
     hb = w % NHB
-    g = w // NHB
-    prow = g * MB + tl.arange(0, MB)
-    slot, item, t, inblk, valid, grow = _rows_of(prow, NI, T, TP, RB, IPB)
-    inr = prow < n_rows
-    valid = valid & inr
+    rt = w // NHB
+    r = rt * _RT + tl.arange(0, _RT)
+    valid = (r < R) & live
     c = tl.arange(0, C)
-    pw = prow[:, None] * C + c[None, :]
-    x2 = _layernorm(tl.load(y2acc + pw, mask=inr[:, None], other=0.0, cache_modifier=".cg"), ln2w, ln2b, C)
-    s_off = (scr_row + tl.arange(0, MB)) * C
-    _stage(scr, s_off, x2, C)
+    off = r[:, None] * C + c[None, :]
     hh = hb * HB + tl.arange(0, HB)
-    hid = _xwt(scr, s_off, inr, scr, s_off, inr, 0.0, w1, hh, MB, HB, C, KC, False, PQ)
-    hid = tl.maximum(hid + tl.load(b1 + hh)[None, :], 0.0)  # [MB, HB]
-    w_2 = tl.load(w2 + c[:, None] * 2048 + hh[None, :])  # [C, HB] = W2[:, hidden block]
-    u = _dot(hid, tl.trans(w_2), None, PQ)  # [MB, C]
-    if hb == 0:  # the residual, re-read from the scratch (keeping x2 live through the dots spills)
-        u += tl.load(scr + s_off[:, None] + c[None, :]) + tl.load(b2 + c)[None, :]
-    tl.atomic_add(y3acc + pw, u, mask=valid[:, None], sem="relaxed", scope="gpu")
+    y = tl.load(y2acc + off, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+    mean, rstd = _row_stats(y)
+    hid = _proj(
+        y2acc, r * C, valid, mean, rstd, ln2w, ln2b, y2acc, w1, hh, live, HB, True, False, C, KC, P3, RN
+    )
+    hid = tl.maximum(hid + tl.load(b1 + hh, mask=live, other=0.0)[None, :], 0.0)  # [16, HB]
+    w_2 = tl.load(w2 + c[:, None] * 2048 + hh[None, :], mask=live, other=0.0)  # [C, HB] = W2[:, block]
+    u = _tdot(hid, tl.trans(w_2), tl.zeros([_RT, C], tl.float32), P3, RN)  # [16, C]
+    if hb == 0:  # the residual x2 + b2
+        u += (y - mean[:, None]) * rstd[:, None] * tl.load(ln2w + c, mask=live, other=0.0)[None, :]
+        u += tl.load(ln2b + c, mask=live, other=0.0)[None, :] + tl.load(b2 + c, mask=live, other=0.0)[None, :]
+    tl.atomic_add(y3acc + off, u, mask=valid[:, None], sem="relaxed", scope="gpu")
 
 
 @triton.jit
 def _ph6_ln3_i2t_fold(
-    w, y3acc, qp_ptr, ln3w, ln3b, out_q, wq, bq, wk, bk, wv, bv, wo, a2, c2, vw, scr, scr_row, NI, T,
-    C: tl.constexpr, TP: tl.constexpr, RB: tl.constexpr, IPB: tl.constexpr, KC: tl.constexpr,
-    PQ: tl.constexpr,
+    w, live, y3acc, qp_ptr, ln3w, ln3b, out_q, wq, bq, wk, bk, wv, bv, wo, a2, c2, vwb, vws, R, T,
+    C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
 ):  # fmt: skip
-    M8: tl.constexpr = 8 * TP
+    M8: tl.constexpr = 8 * TPK
     h = w % 8
-    rb = w // 8
-    r, slot, item, t, inblk, valid, grow, prow = _rows(rb, NI, T, TP, RB, IPB)
+    rt = w // 8
+    r = rt * _RT + tl.arange(0, _RT)
+    valid = (r < R) & live
     c = tl.arange(0, C)
-    x3 = _layernorm(tl.load(y3acc + prow[:, None] * C + c[None, :], cache_modifier=".cg"), ln3w, ln3b, C)
+    d = h * 16 + tl.arange(0, 16)
+    off = r[:, None] * C + c[None, :]
+    y = tl.load(y3acc + off, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+    mean, rstd = _row_stats(y)
     if h == 0:
-        tl.store(out_q + grow[:, None] * C + c[None, :], x3, mask=valid[:, None])
-    s_off = (scr_row + r) * C
-    _stage(scr, s_off, x3, C)
-    wrow = h * 16 + tl.arange(0, 16)
-    kh, vh = _xwt_pair(scr, s_off, r >= 0, qp_ptr, grow * C, valid, 1.0, wk, wv, wrow, RB, 16, C, KC, PQ)
-    kh = tl.where(valid[:, None], (kh + tl.load(bk + wrow)[None, :]) * X_SCALE, 0.0)  # [RB, 16]
-    vh = tl.where(valid[:, None], vh + tl.load(bv + wrow)[None, :], 0.0)
-    w_q = tl.load(wq + wrow[:, None] * C + c[None, :])  # [16, C]
-    a = _dot(kh, w_q, None, PQ)  # [RB, C]  Wq_h^T K_ht
-    cb = tl.sum(kh * tl.load(bq + wrow)[None, :], 1)  # bq_h . K_ht
-    w_o = tl.load(wo + c[:, None] * 128 + wrow[None, :])  # [C, 16] = Wout_i2t[:, head cols]
-    vwh = _dot(vh, tl.trans(w_o), None, PQ)  # [RB, C]  Wout_h V_ht
-    j = item * M8 + h * TP + t
-    tl.store(a2 + j[:, None] * C + c[None, :], a, mask=inblk[:, None])
-    tl.store(vw + j[:, None] * C + c[None, :], vwh, mask=inblk[:, None])
-    tl.store(c2 + j, cb, mask=inblk)
+        x3 = (y - mean[:, None]) * rstd[:, None] * tl.load(ln3w + c, mask=live, other=0.0)[None, :]
+        x3 += tl.load(ln3b + c, mask=live, other=0.0)[None, :]
+        tl.store(out_q + off, x3, mask=valid[:, None])
+    kh = tl.zeros([_RT, 16], tl.float32)
+    vh = tl.zeros([_RT, 16], tl.float32)
+    for kb in range(0, C, KC):  # K_h from x3 + pe, V_h from x3, in one pass over the pieces
+        cols = kb + tl.arange(0, KC)
+        xo = r[:, None] * C + cols[None, :]
+        x3p = tl.load(y3acc + xo, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+        x3p = (x3p - mean[:, None]) * rstd[:, None] * tl.load(ln3w + cols, mask=live, other=0.0)[None, :]
+        x3p += tl.load(ln3b + cols, mask=live, other=0.0)[None, :]
+        xk = x3p + tl.load(qp_ptr + xo, mask=valid[:, None], other=0.0)
+        w_k = tl.load(wk + d[:, None] * C + cols[None, :], mask=live, other=0.0)  # [16, KC]
+        w_v = tl.load(wv + d[:, None] * C + cols[None, :], mask=live, other=0.0)
+        kh = _tdot(xk, tl.trans(w_k), kh, P3, RN)
+        vh = _tdot(x3p, tl.trans(w_v), vh, P3, RN)
+    kh = tl.where(valid[:, None], (kh + tl.load(bk + d, mask=live, other=0.0)[None, :]) * X_SCALE, 0.0)
+    vh = vh + tl.load(bv + d, mask=live, other=0.0)[None, :]
+    w_q = tl.load(wq + d[:, None] * C + c[None, :], mask=live, other=0.0)  # [16, C]
+    a = _tdot(kh, w_q, tl.zeros([_RT, C], tl.float32), P3, RN)  # [16, C]  Wq_h^T K_ht
+    cb = tl.sum(kh * tl.load(bq + d, mask=live, other=0.0)[None, :], 1)  # bq_h . K_ht
+    w_o = tl.load(wo + c[:, None] * 128 + d[None, :], mask=live, other=0.0)  # [C, 16] = Wout_i2t[:, head]
+    vw = _tdot(vh, tl.trans(w_o), tl.zeros([_RT, C], tl.float32), P3, RN)  # [16, C]  Wout_h V_ht
+    item = r // T
+    jl = h * TPK + r % T
+    j = item * M8 + jl
+    tl.store(a2 + j[:, None] * C + c[None, :], _tf32_rn(a, RN), mask=valid[:, None])
+    tl.store(c2 + j, cb, mask=valid)
+    vt = (item[:, None] * C + c[None, :]) * M8 + jl[:, None]  # VW^T [items, C, 8 * TPK]
+    big = _tf32_rn(vw, RN)
+    tl.store(vwb + vt, big, mask=valid[:, None])
+    tl.store(vws + vt, vw - big, mask=valid[:, None])
 
 
 @triton.jit
-def _pv_block(p, vw, a_off, k_ptr, row, tm, bo, nb: tl.constexpr, PV: tl.constexpr):
-    """Columns [64 nb, 64 nb + 64) of keys + bout + p @ VW, [BS, 64]."""
-    cols = nb * 64 + tl.arange(0, 64)
-    v = tl.load(vw + a_off[:, None] + cols[None, :])  # [M8, 64]
-    kt = tl.load(k_ptr + row[:, None] + cols[None, :], mask=tm[:, None], other=0.0)  # [BS, 64] (L1 hit)
-    return _dot(p, v, kt + tl.load(bo + cols)[None, :], PV)
+def _i2t_half(
+    xt, a, cb, jv, vb, vs, o, TPK: tl.constexpr, BS: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr
+):
+    """o + p @ VW for 64 rows of [heads x TPK tokens]: scores, softmax over each head's tokens, values."""
+    s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [64, BS]
+    s = tl.where(jv[:, None], s, _NEG)
+    s3 = tl.reshape(s, (64 // TPK, TPK, BS))  # softmax over the tokens of each head
+    p3 = tl.exp2(s3 - tl.max(s3, 1)[:, None, :])
+    p3 = p3 / tl.sum(p3, 1)[:, None, :]
+    p = tl.reshape(p3, (64, BS))
+    pb = _tf32_rn(p, RN)
+    ps = p - pb
+    if V3:  # VW's rounding residual
+        o = tl.dot(vs, pb, o, input_precision="tf32")
+    o = tl.dot(vb, ps, o, input_precision="tf32")
+    return tl.dot(vb, pb, o, input_precision="tf32")
 
 
 @triton.jit
-def _ln_store(oc, rstd, w_ptr, b_ptr, out, row, tm, nb: tl.constexpr):
-    """Store one 64-column block of a centred row block, normalised: oc * rstd * w + b."""
-    cols = nb * 64 + tl.arange(0, 64)
-    y = oc * rstd[:, None] * tl.load(w_ptr + cols)[None, :] + tl.load(b_ptr + cols)[None, :]
-    tl.store(out + row[:, None] + cols[None, :], y, mask=tm[:, None])
+def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constexpr, V3: tl.constexpr):
+    """A2 rows j [64, C], c2, and VW^T columns j [C, 64] (TF32 part, and the rest if V3) of one item."""
+    c = tl.arange(0, C)
+    a = tl.load(a2 + (item * M8 + j)[:, None] * C + c[None, :], mask=jv[:, None], other=0.0)
+    cb = tl.load(c2 + item * M8 + j, mask=jv, other=0.0)
+    vt = (item * C + c)[:, None] * M8 + j[None, :]
+    vb = tl.load(vwb + vt, mask=jv[None, :], other=0.0)
+    vs = vb  # (unused unless V3)
+    if V3:
+        vs = tl.load(vws + vt, mask=jv[None, :], other=0.0)
+    return a, cb, vb, vs
 
 
 @triton.jit
 def _ph7_i2t_pass(
-    w, k_ptr, kp_ptr, a2, c2, vw, bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-    C: tl.constexpr, TP: tl.constexpr, BS: tl.constexpr, KC: tl.constexpr, PF_DIST: tl.constexpr,
-    PS: tl.constexpr, PV: tl.constexpr,
+    w, live, k_ptr, kp_ptr, a2, c2, vwb, vws, bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
+    C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, PF_DIST: tl.constexpr, RN: tl.constexpr,
+    V3: tl.constexpr,
 ):  # fmt: skip
-    M8: tl.constexpr = 8 * TP
+    M8: tl.constexpr = 8 * TPK
+    NH: tl.constexpr = M8 // 64  # 64-row halves of the [8 heads x TPK] rows (2 when T > 8)
     item = w // n_ch
     ch = w % n_ch
-    j = tl.arange(0, M8)
-    colv = (j % TP) < T
-    a_off = (item * M8 + j) * C
-    cb = tl.load(c2 + item * M8 + j)
+    c = tl.arange(0, C)
+    j0 = tl.arange(0, 64)
+    jv0 = ((j0 % TPK) < T) & live
+    if NH == 1:  # the operands stay in shared memory for the whole chunk
+        a, cb, vb, vs = _i2t_operands(a2, c2, vwb, vws, item, j0, jv0, C, M8, V3)
+    bo_c = tl.load(bo + c, mask=live, other=0.0)
+    lw = tl.load(ln4w + c, mask=live, other=0.0)
+    lb = tl.load(ln4b + c, mask=live, other=0.0)
     s0 = ch * CH
-    s1 = tl.minimum(s0 + CH, S)
+    s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)  # a dry run does one tile
     n_t = tl.cdiv(s1 - s0, BS)
     for it in range(0, n_t):
         st = s0 + (n_t - 1 - it) * BS  # last tiles first: those phase 3 read most recently (L2)
         if PF_DIST > 0:
             _prefetch_tokens(k_ptr, kp_ptr, item, S, st - PF_DIST * BS, s0, s1, BS, C)
         tok = st + tl.arange(0, BS)
-        tm = tok < s1
-        row = (item * S + tok) * C
-        s = tl.zeros([BS, M8], tl.float32) + cb[None, :]
-        for kb in range(0, C // KC):
-            cols = kb * KC + tl.arange(0, KC)
-            off = row[:, None] + cols[None, :]
-            xk = tl.load(k_ptr + off, mask=tm[:, None], other=0.0)
-            xk += tl.load(kp_ptr + off, mask=tm[:, None], other=0.0)  # [BS, KC]
-            ak = tl.load(a2 + a_off[:, None] + cols[None, :])  # [M8, KC] (L1 after the first tile)
-            s = _dot(xk, tl.trans(ak), s, PS)  # [BS, M8]
-        s = tl.where(colv[None, :], s, _NEG)
-        s3 = tl.reshape(s, (BS, 8, TP))  # softmax over the tokens of each head
-        p3 = tl.exp2(s3 - tl.max(s3, 2)[:, :, None])
-        p3 = p3 / tl.sum(p3, 2)[:, :, None]
-        p = tl.reshape(p3, (BS, M8))
-        # values in four 64-column blocks (a whole [M8, 256] operand is replicated per warp and spills)
-        o0 = _pv_block(p, vw, a_off, k_ptr, row, tm, bo, 0, PV)
-        o1 = _pv_block(p, vw, a_off, k_ptr, row, tm, bo, 1, PV)
-        o2 = _pv_block(p, vw, a_off, k_ptr, row, tm, bo, 2, PV)
-        o3 = _pv_block(p, vw, a_off, k_ptr, row, tm, bo, 3, PV)
-        mean = (tl.sum(o0, 1) + tl.sum(o1, 1) + tl.sum(o2, 1) + tl.sum(o3, 1)) / C
-        o0 -= mean[:, None]
-        o1 -= mean[:, None]
-        o2 -= mean[:, None]
-        o3 -= mean[:, None]
-        var = (tl.sum(o0 * o0, 1) + tl.sum(o1 * o1, 1) + tl.sum(o2 * o2, 1) + tl.sum(o3 * o3, 1)) / C
+        tm = (tok < s1) & live
+        off = (item * S + tok)[None, :] * C + c[:, None]  # [C, BS] transposed tile
+        kt = tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg")
+        xt = _tf32_rn(kt + tl.load(kp_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg"), RN)
+        o = kt + bo_c[:, None]  # [C, BS] residual + out bias, then p @ VW
+        if NH == 1:
+            o = _i2t_half(xt, a, cb, jv0, vb, vs, o, TPK, BS, RN, V3)
+        else:  # T > 8: the two halves' operands do not fit in shared memory together; re-read per tile
+            for hf in tl.static_range(NH):
+                jh = hf * 64 + j0
+                jvh = ((jh % TPK) < T) & live
+                ah, cbh, vbh, vsh = _i2t_operands(a2, c2, vwb, vws, item, jh, jvh, C, M8, V3)
+                o = _i2t_half(xt, ah, cbh, jvh, vbh, vsh, o, TPK, BS, RN, V3)
+        mean = tl.sum(o, 0) / C
+        oc = o - mean[None, :]
+        var = tl.sum(oc * oc, 0) / C
         rstd = 1.0 / tl.sqrt(var + 1e-6)
-        _ln_store(o0, rstd, ln4w, ln4b, out_k, row, tm, 0)
-        _ln_store(o1, rstd, ln4w, ln4b, out_k, row, tm, 1)
-        _ln_store(o2, rstd, ln4w, ln4b, out_k, row, tm, 2)
-        _ln_store(o3, rstd, ln4w, ln4b, out_k, row, tm, 3)
+        tl.store(out_k + off, oc * rstd[None, :] * lw[:, None] + lb[:, None], mask=tm[None, :])
 
 
 # ----------------------------------------------------------------------------------------- kernel
 
 
-@triton.jit(do_not_specialize=["NI", "T", "S", "pe_sa", "n_ch", "CH", "ND"])
+@triton.jit(do_not_specialize=["NI", "T", "S", "R", "IPB", "pe_sa", "n_ch", "CH"])
 def _two_way_kernel(
     q_ptr, k_ptr, qp_ptr, kp_ptr,
     sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, ln1w, ln1b,
@@ -508,127 +559,192 @@ def _two_way_kernel(
     m_w1, m_b1, m_w2, m_b2, ln3w, ln3b,
     i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, i_bo, ln4w, ln4b,
     out_q, out_k,
-    sa_part, y2acc, y3acc, a1, c1, pm, pl, pacc, a2, c2, vw, scr, sync,
-    NI, T, S, pe_sa, n_ch, CH, ND,
-    PHASE: tl.constexpr, TP: tl.constexpr, RB: tl.constexpr, IPB: tl.constexpr,
-    BS1: tl.constexpr, BS2: tl.constexpr, DS: tl.constexpr, MB: tl.constexpr, HB: tl.constexpr,
-    KC: tl.constexpr, NCB: tl.constexpr, PQ: tl.constexpr, PS1: tl.constexpr, PV1: tl.constexpr, PS2: tl.constexpr,
-    PV2: tl.constexpr, PF_W: tl.constexpr, PF_TOK: tl.constexpr, PF_DIST: tl.constexpr,
-    MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr,
+    accs, a1, c1, pm, pl, pacc, a2, c2, vwb, vws, sync, times,
+    NI, T, S, R, IPB, pe_sa, n_ch, CH,
+    PHASE: tl.constexpr, TPK: tl.constexpr, NHALF: tl.constexpr, BS1: tl.constexpr, BS2: tl.constexpr,
+    ND: tl.constexpr, NCB: tl.constexpr, HB: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr,
+    PF_W: tl.constexpr, PF_TOK: tl.constexpr, PF_DIST: tl.constexpr, WARM: tl.constexpr,
+    MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, INSTR: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr,
 ):  # fmt: skip
-    """PHASE 0: all phases, persistent, counters in `sync`; PHASE k in 1..7: that phase, one item per program."""
+    """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..7: that phase only,
+    one work item per program."""
     C: tl.constexpr = 256
     PERSIST: tl.constexpr = PHASE == 0
     pid = tl.program_id(0)
     G = tl.num_programs(0)
-    NB = tl.cdiv(NI, IPB)  # query row blocks
-    n_hp = 8 * NB  # work items of phases 1, 2 and 6
-    n_key = NI * n_ch  # work items of phases 3 and 7
-    NHB = 2048 // HB
-    n_rows = NB * RB  # rows of the padded query workspaces
-    n_mlp = tl.cdiv(n_rows, MB) * NHB  # work items of phase 5
-    scr_row = pid * MB  # this program's scratch rows (MB >= RB)
+    NG = tl.cdiv(NI, IPB)  # item groups of the self-attention
+    NRT = tl.cdiv(R, _RT)  # query row tiles
+    n_acc = NRT * _RT * C  # floats per accumulator
+    y1acc = accs
+    y2acc = accs + n_acc
+    y3acc = accs + 2 * n_acc
+    n_key = NI * n_ch
+    n1 = 8 * NG
+    n2 = 8 * NRT
+    n3 = n_key * NHALF
+    n4 = NRT * 8 * ND
+    n5 = NRT * (2048 // HB)
+    if INSTR:
+        _stamp(times, 0, pid)
 
     if PERSIST:
         if PF_W:  # the query side's 6 MB of weights, spread over the programs, into L2 (HBM is idle now)
-            _prefetch_share(sa_wq, 65536, pid, G, 32)
-            _prefetch_share(sa_wk, 65536, pid, G, 32)
-            _prefetch_share(sa_wv, 65536, pid, G, 32)
-            _prefetch_share(sa_wo, 65536, pid, G, 32)
-            _prefetch_share(t_wq, 32768, pid, G, 16)
-            _prefetch_share(t_wk, 32768, pid, G, 16)
-            _prefetch_share(t_wv, 32768, pid, G, 16)
-            _prefetch_share(t_wo, 32768, pid, G, 16)
+            _prefetch_share(sa_wq, 65536, pid, G, 16)
+            _prefetch_share(sa_wk, 65536, pid, G, 16)
+            _prefetch_share(sa_wv, 65536, pid, G, 16)
+            _prefetch_share(sa_wo, 65536, pid, G, 16)
+            _prefetch_share(t_wq, 32768, pid, G, 8)
+            _prefetch_share(t_wk, 32768, pid, G, 8)
+            _prefetch_share(t_wv, 32768, pid, G, 8)
+            _prefetch_share(t_wo, 32768, pid, G, 8)
             _prefetch_share(m_w1, 524288, pid, G, 128)
             _prefetch_share(m_w2, 524288, pid, G, 128)
-            _prefetch_share(i_wq, 32768, pid, G, 16)
-            _prefetch_share(i_wk, 32768, pid, G, 16)
-            _prefetch_share(i_wv, 32768, pid, G, 16)
-            _prefetch_share(i_wo, 32768, pid, G, 16)
+            _prefetch_share(i_wq, 32768, pid, G, 8)
+            _prefetch_share(i_wk, 32768, pid, G, 8)
+            _prefetch_share(i_wv, 32768, pid, G, 8)
+            _prefetch_share(i_wo, 32768, pid, G, 8)
         if PF_TOK > 0:  # and the start of this program's first key chunk
-            if pid < n_key:
-                s0 = (pid % n_ch) * CH
-                _prefetch_tokens(k_ptr, kp_ptr, pid // n_ch, S, s0, s0, tl.minimum(s0 + CH, S), PF_TOK, C)
+            if pid < n3:
+                ic = pid // NHALF
+                s0 = (ic % n_ch) * CH
+                _prefetch_tokens(k_ptr, kp_ptr, ic // n_ch, S, s0, s0, tl.minimum(s0 + CH, S), PF_TOK, C)
+        if WARM:  # dry runs: the last six programs fetch the code of phases 2..7 into L2 during phase 1
+            if pid == (G - 1) % G:
+                _ph2_ln1_t2i_fold(
+                    0, False, y1acc, qp_ptr, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
+                    C, TPK, KC, P3, RN,
+                )  # fmt: skip
+            if pid == (G - 2) % G:
+                _ph3_t2i_pass(
+                    0,
+                    False,
+                    k_ptr,
+                    kp_ptr,
+                    a1,
+                    c1,
+                    pm,
+                    pl,
+                    pacc,
+                    T,
+                    S,
+                    n_ch,
+                    CH,
+                    C,
+                    TPK,
+                    BS1,
+                    NHALF,
+                    PF_DIST,
+                    RN,
+                )
+            if pid == (G - 3) % G:
+                _ph4_t2i_combine(
+                    0, False, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, C, TPK, ND, NCB, P3, RN
+                )
+            if pid == (G - 4) % G:
+                _ph5_mlp(0, False, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3, RN)
+            if pid == (G - 5) % G:
+                _ph6_ln3_i2t_fold(
+                    0, False, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
+                    vwb, vws, R, T, C, TPK, KC, P3, RN,
+                )  # fmt: skip
+            if pid == (G - 6) % G:
+                _ph7_i2t_pass(
+                    0, False, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
+                    C, TPK, BS2, PF_DIST, RN, V3,
+                )  # fmt: skip
 
     if PERSIST or PHASE == 1:
-        for w in range(pid, n_hp, G):
+        for w in range(pid, n1, G):
             _ph1_self_attn(
-                w, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_part, NI, T, pe_sa,
-                C, TP, RB, IPB, KC, PQ,
+                w, True, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, y1acc, R, T, IPB,
+                pe_sa, C, KC, P3, RN,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 0)
     if PERSIST:
-        _wait(sync + 0, n_hp, MAXSPIN, SPIN_NS)
+        _wait(sync + 0, n1, MAXSPIN, SPIN_NS)
+        if INSTR:
+            _stamp(times, 1, pid)
 
     if PERSIST or PHASE == 2:
-        for w in range(pid, n_hp, G):
+        for w in range(pid, n2, G):
             _ph2_ln1_t2i_fold(
-                w, q_ptr, qp_ptr, sa_part, sa_bo, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, y3acc,
-                a1, c1, scr, scr_row, NI, T, C, TP, RB, IPB, KC, PQ,
+                w, True, y1acc, qp_ptr, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
+                C, TPK, KC, P3, RN,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 1)
     if PERSIST:
-        _wait(sync + 1, n_hp, MAXSPIN, SPIN_NS)
+        _wait(sync + 1, n2, MAXSPIN, SPIN_NS)
+        if INSTR:
+            _stamp(times, 2, pid)
 
     if PERSIST or PHASE == 3:
-        for w in range(pid, n_key, G):
+        for w in range(pid, n3, G):
             _ph3_t2i_pass(
-                w, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, S, n_ch, CH, C, TP, BS1, KC, PF_DIST, PS1, PV1
-            )
+                w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH, C, TPK, BS1, NHALF, PF_DIST, RN
+            )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 2)
     if PERSIST:
-        _wait(sync + 2, n_key, MAXSPIN, SPIN_NS)
+        _wait(sync + 2, n3, MAXSPIN, SPIN_NS)
+        if INSTR:
+            _stamp(times, 3, pid)
 
     if PERSIST or PHASE == 4:
-        for w in range(pid, NB * 8 * ND, G):
+        for w in range(pid, n4, G):
             _ph4_t2i_combine(
-                w, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, NI, T, n_ch, ND, C, TP, RB, IPB, DS, NCB, PQ
-            )  # fmt: skip
+                w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, C, TPK, ND, NCB, P3, RN
+            )
             if PERSIST:
                 _arrive(sync + 3)
     if PERSIST:
-        _wait(sync + 3, NB * 8 * ND, MAXSPIN, SPIN_NS)
+        _wait(sync + 3, n4, MAXSPIN, SPIN_NS)
+        if INSTR:
+            _stamp(times, 4, pid)
 
     if PERSIST or PHASE == 5:
-        for w in range(pid, n_mlp, G):
-            _ph5_mlp(
-                w, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, scr, scr_row, NI, T, NHB, n_rows,
-                C, TP, RB, IPB, MB, HB, KC, PQ,
-            )  # fmt: skip
+        for w in range(pid, n5, G):
+            _ph5_mlp(w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3, RN)
             if PERSIST:
                 _arrive(sync + 4)
     if PERSIST:
-        _wait(sync + 4, n_mlp, MAXSPIN, SPIN_NS)
+        _wait(sync + 4, n5, MAXSPIN, SPIN_NS)
+        if INSTR:
+            _stamp(times, 5, pid)
 
     if PERSIST or PHASE == 6:
-        for w in range(pid, n_hp, G):
+        for w in range(pid, n2, G):
             _ph6_ln3_i2t_fold(
-                w, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2, vw,
-                scr, scr_row, NI, T, C, TP, RB, IPB, KC, PQ,
+                w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
+                vwb, vws, R, T, C, TPK, KC, P3, RN,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 5)
     if PERSIST:
-        _wait(sync + 5, n_hp, MAXSPIN, SPIN_NS)
+        _wait(sync + 5, n2, MAXSPIN, SPIN_NS)
+        if INSTR:
+            _stamp(times, 6, pid)
 
     if PERSIST or PHASE == 7:
+        # the accumulators are dead now (read in phases 2, 5, 6): zero them for the next call
+        _zero_share(accs, 3 * n_acc, pid, G, 1024)
         n_mine = tl.cdiv(n_key - pid, G)
         for i in range(0, n_mine):
             w = pid + (n_mine - 1 - i) * G  # this program's chunks, last first (L2 reuse after phase 3)
             _ph7_i2t_pass(
-                w, k_ptr, kp_ptr, a2, c2, vw, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                C, TP, BS2, KC, PF_DIST, PS2, PV2,
+                w, True, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
+                C, TPK, BS2, PF_DIST, RN, V3,
             )  # fmt: skip
 
     if PERSIST:  # the last program out resets the counters for the next call (stream order publishes it)
         tl.debug_barrier()
         done = tl.atomic_add(sync + 7, 1, sem="acq_rel", scope="gpu")
         if done == G - 1:
-            for k in tl.static_range(N_SYNC_C):
+            for k in tl.static_range(8):
                 tl.atomic_xchg(sync + k, 0, sem="relaxed", scope="gpu")
+        if INSTR:
+            _stamp(times, 7, pid)
 
 
 # ----------------------------------------------------------------------------------------- host side
@@ -642,32 +758,32 @@ class Config:
     grid: int = 0  # persistent programs; 0: one per SM (they must all be co-resident)
     num_warps: int = 8
     num_stages: int = 1
-    bs1: int = 32  # key tile of the t2i pass
-    bs2: int = 32  # key tile of the i2t pass
-    min_chunk: int = 64  # fewest key tokens per chunk (each chunk leaves an 8*TP KB partial)
-    waves: float = 1.0  # key chunks per program
-    ipb: int = 16  # items per query row block (at most 16 // TP: a row block has 16 rows)
-    mb: int = 64  # query rows per MLP work item
+    bs1: int = 16  # key tile of the t2i pass (32 spills in the loop)
+    bs2: int = 16  # key tile of the i2t pass
+    min_chunk: int = 32  # fewest key tokens per chunk
+    waves: float = 1.0  # key chunks (t2i pass work items) per program
+    nd: int = 4  # phase-4 channel slices (256 / nd channels each)
+    ncb: int = 16  # chunk partials combined per step in phase 4
     hb: int = 32  # MLP hidden block
-    kc: int = 64  # contraction piece of the 256-wide dots
-    ncb: int = 32  # chunk partials combined per step in phase 4 (capped at 16K elements per step)
-    nd: int = 8  # phase-4 channel slices (4, 8 or 16; 256 / nd channels each)
-    prec_q: str = "tf32x3"  # query-side dots
-    prec_s1: str = "tf32rn"  # t2i scores
-    prec_v1: str = "tf32rn"  # t2i softmax-weighted key sum
-    prec_s2: str = "tf32rn"  # i2t scores
-    prec_v2: str = "tf32x3"  # i2t values (dominates the output_keys error)
-    prefetch_weights: bool = False  # L2-prefetch the query-side weights at start (persistent, GPU)
-    prefetch_tokens: int = 0  # tokens of each program's first key chunk prefetched at start (0: off)
-    prefetch_dist: int = 0  # key passes: L2-prefetch the tile this many tiles ahead (0: off)
+    kc: int = 64  # contraction piece of the query-side projections (a real loop over 256 / kc pieces)
+    q_terms: int = 3  # query-side tensor-core products: 3 (3xTF32, about fp32) or 1 (TF32, rounded)
+    warm: bool = False  # dry runs of phases 2..7 by six idle programs during phase 1 (measured slower)
+    prefetch_weights: bool = True  # L2-prefetch the query-side weights at start (persistent, GPU)
+    prefetch_tokens: int = 32  # tokens of each program's first key chunk prefetched at start (0: off)
+    prefetch_dist: int = 2  # key passes: L2-prefetch the tile this many tiles ahead (0: off)
     spin_ns: int = 0  # nanosleep between counter polls (0: busy polling)
     maxspin: int = 1 << 22
+    v_terms: int = 2  # i2t values: 2 (VW rounded to TF32, p split) or 3 (3xTF32: +64 KB shared memory)
+    tf32_rn: bool = True  # round key-side tensor-core operands to nearest (False: the tensor core truncates)
+    instr: bool = False  # program 0 records clock64/globaltimer at every phase start (GPU, persistent)
 
 
 DEFAULT_CONFIG = Config()
 last_kernels: list = []  # the compiled kernels of the latest launch (tune.py reads registers and spills)
+last_times: list = []  # [the int64 stamp tensor] of the latest instrumented launch
 _SM_COUNT: dict[int, int] = {}
 _SYNC: dict[tuple, torch.Tensor] = {}
+_ACCS: dict[tuple, torch.Tensor] = {}
 
 
 def _next_pow2(n: int) -> int:
@@ -683,14 +799,28 @@ def _sm_count(device: torch.device) -> int:
     return _SM_COUNT[idx]
 
 
+def _stream_key(device: torch.device) -> tuple:
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    return (str(device), stream)
+
+
 def _sync_buffer(device: torch.device) -> torch.Tensor:
     """Phase counters, zero between calls: each persistent launch resets them as its last program exits."""
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    key = (str(device), stream)
+    key = _stream_key(device)
     buf = _SYNC.get(key)
     if buf is None:
-        buf = torch.zeros(N_SYNC, dtype=torch.int32, device=device)
+        buf = torch.zeros(8, dtype=torch.int32, device=device)
         _SYNC[key] = buf
+    return buf
+
+
+def _acc_buffer(device: torch.device, n: int) -> torch.Tensor:
+    """The three query-side accumulators, zero between calls: phase 7 of every call zeroes what it used."""
+    key = _stream_key(device)
+    buf = _ACCS.get(key)
+    if buf is None or buf.numel() < n:
+        buf = torch.zeros(max(n, 64 * 3 * C_HID), dtype=torch.float32, device=device)
+        _ACCS[key] = buf
     return buf
 
 
@@ -701,61 +831,62 @@ class Plan:
     NI: int  # items (batch x point)
     T: int
     S: int
-    TP: int  # padded tokens per item (power of two, >= 2)
-    RB: int  # query rows per row block
-    IPB: int  # items per row block
-    NB: int  # row blocks
+    R: int  # query rows (NI * T)
+    TPK: int  # padded tokens per head on the key side (8 or 16): 8 * TPK rows of A1/A2/VW per item
+    NHALF: int  # t2i pass: 64-row halves of the 8 * TPK rows
+    IPB: int  # items per self-attention group (16 // T)
+    NG: int  # self-attention groups
+    NRT: int  # query row tiles of 16 rows
     CH: int  # key tokens per chunk
     n_ch: int  # chunks per item
     ND: int  # channel slices in phase 4
-    DS: int  # channels per slice
     NCB: int  # chunk partials per combine step
-    MB: int  # MLP rows per work item
     HB: int  # MLP hidden block
     grid: int  # persistent programs (0 in multi mode)
 
     @property
     def work(self) -> dict[int, int]:
         """Work items per phase."""
-        hp = 8 * self.NB
         return {
-            1: hp,
-            2: hp,
-            3: self.NI * self.n_ch,
-            4: hp * self.ND,
-            5: -(-self.NB * self.RB // self.MB) * (D_MLP // self.HB),
-            6: hp,
+            1: 8 * self.NG,
+            2: 8 * self.NRT,
+            3: self.NI * self.n_ch * self.NHALF,
+            4: self.NRT * 8 * self.ND,
+            5: self.NRT * (D_MLP // self.HB),
+            6: 8 * self.NRT,
             7: self.NI * self.n_ch,
         }
 
 
 def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
-    TP = max(2, _next_pow2(T))  # 8*TP >= 16 rows for tl.dot
-    if TP > 16:
-        raise ValueError(f"n_query_tokens: expected at most 16, got {T}")
+    if not 1 <= T <= 16:
+        raise ValueError(f"n_query_tokens: expected 1..16, got {T}")
+    TPK = 8 if T <= 8 else 16
     if cfg.hb < 16 or D_MLP % cfg.hb or cfg.hb & (cfg.hb - 1):
         raise ValueError(f"hb: expected a power of two in 16..2048, got {cfg.hb}")
-    if cfg.mb not in (16, 32, 64, 128):
-        raise ValueError(f"mb: expected one of 16, 32, 64, 128, got {cfg.mb}")
     if cfg.kc not in (16, 32, 64, 128, 256):
-        raise ValueError(f"kc: expected one of 16, 32, 64, 128, 256, got {cfg.kc}")
-    IPB = max(1, min(cfg.ipb, 16 // TP))
-    RB = max(16, IPB * TP)
-    NB = -(-NI // IPB)
+        raise ValueError(f"kc: expected 16, 32, 64, 128 or 256, got {cfg.kc}")
+    if cfg.q_terms not in (1, 3):
+        raise ValueError(f"q_terms: expected 1 or 3, got {cfg.q_terms}")
+    if cfg.nd not in (1, 2, 4, 8, 16):
+        raise ValueError(f"nd: expected 1, 2, 4, 8 or 16, got {cfg.nd}")
+    for bs in (cfg.bs1, cfg.bs2):
+        if bs not in (16, 32, 64, 128):
+            raise ValueError(f"bs1/bs2: expected 16, 32, 64 or 128, got {bs}")
+    NHALF = TPK // 8
+    IPB = max(1, RT // T)
+    NG = -(-NI // IPB)
+    R = NI * T
+    NRT = -(-R // RT)
     programs = max(1, cfg.grid or sms)
     bs = max(cfg.bs1, cfg.bs2)
-    per_item = max(1, int(cfg.waves * programs) // NI)  # chunks per item: NI * n_ch <= waves * programs
+    per_item = max(1, int(cfg.waves * programs) // (NI * NHALF))  # t2i work items <= waves * programs
     ch = max(cfg.min_chunk, -(-S // per_item))
     ch = -(-ch // bs) * bs
     n_ch = -(-S // ch)
-    if cfg.nd not in (4, 8, 16):
-        raise ValueError(f"nd: expected 4, 8 or 16, got {cfg.nd}")
-    ND = cfg.nd  # fixed per config, so one compiled kernel per padded token count TP
-    DS = C_HID // ND
-    NCB = 1 << (max(1, min(cfg.ncb, 16384 // (RB * DS))).bit_length() - 1)  # [NCB, RB, DS] per step, pow2
+    NCB = max(1, min(cfg.ncb, _next_pow2(n_ch)))
     grid = programs if cfg.mode == "persistent" else 0
-    MB = max(RB, cfg.mb)
-    return Plan(NI, T, S, TP, RB, IPB, NB, ch, n_ch, ND, DS, NCB, MB, cfg.hb, grid)
+    return Plan(NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, cfg.nd, NCB, cfg.hb, grid)
 
 
 def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
@@ -775,14 +906,9 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     plan = make_plan(NI, T, S, cfg, _sm_count(device))
     if cfg.mode == "persistent" and device.type != "cuda" and plan.grid != 1:
         raise ValueError("persistent mode needs grid=1 in the CPU interpreter (its programs run one by one)")
-    M8 = 8 * plan.TP
-    rows = plan.NB * plan.RB
+    M8 = 8 * plan.TPK
     work = plan.work
-    scr_programs = plan.grid if cfg.mode == "persistent" else max(work[2], work[5], work[6])
     sizes = [
-        rows * 8 * C,  # sa_part
-        rows * C,  # y2acc
-        rows * C,  # y3acc
         NI * M8 * C,  # a1
         NI * M8,  # c1
         NI * plan.n_ch * M8,  # pm
@@ -790,8 +916,8 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         NI * plan.n_ch * M8 * C,  # pacc
         NI * M8 * C,  # a2
         NI * M8,  # c2
-        NI * M8 * C,  # vw
-        scr_programs * plan.MB * C,  # scratch rows per program
+        NI * C * M8,  # vwb (VW^T, TF32 part)
+        NI * C * M8,  # vws (the rest)
     ]
     # one allocation (torch.empty runs no kernel), slices aligned to 256 B
     aligned = [-(-n // 64) * 64 for n in sizes]
@@ -800,38 +926,37 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     for n, a in zip(sizes, aligned, strict=True):
         views.append(ws[at : at + n])
         at += a
+    accs = _acc_buffer(device, 3 * plan.NRT * RT * C)
     sync = (
-        _sync_buffer(device)
-        if cfg.mode == "persistent"
-        else torch.empty(N_SYNC, dtype=torch.int32, device=device)
+        _sync_buffer(device) if cfg.mode == "persistent" else torch.empty(8, dtype=torch.int32, device=device)
     )
-    scalars = [NI, T, S, 0.0 if skip_pe else 1.0, plan.n_ch, plan.CH, plan.ND]
     gpu = device.type == "cuda"
+    instr = bool(cfg.instr and gpu and cfg.mode == "persistent")
+    times = torch.zeros(16, dtype=torch.int64, device=device) if instr else sync
+    scalars = [NI, T, S, plan.R, plan.IPB, 0.0 if skip_pe else 1.0, plan.n_ch, plan.CH]
     meta = dict(
-        TP=plan.TP,
-        RB=plan.RB,
-        IPB=plan.IPB,
+        TPK=plan.TPK,
+        NHALF=plan.NHALF,
         BS1=cfg.bs1,
         BS2=cfg.bs2,
-        DS=plan.DS,
-        MB=plan.MB,
+        ND=plan.ND,
+        NCB=plan.NCB,
         HB=plan.HB,
         KC=cfg.kc,
-        NCB=plan.NCB,
-        PQ=cfg.prec_q,
-        PS1=cfg.prec_s1,
-        PV1=cfg.prec_v1,
-        PS2=cfg.prec_s2,
-        PV2=cfg.prec_v2,
+        P3=cfg.q_terms == 3,
+        WARM=bool(cfg.warm and cfg.mode == "persistent"),
         PF_W=bool(cfg.prefetch_weights and gpu),  # inline PTX: never in the interpreter
         PF_TOK=cfg.prefetch_tokens if gpu else 0,
         PF_DIST=cfg.prefetch_dist if gpu else 0,
         MAXSPIN=cfg.maxspin,
         SPIN_NS=cfg.spin_ns if gpu else 0,
+        INSTR=instr,
+        RN=cfg.tf32_rn,
+        V3=cfg.v_terms == 3,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
-    args = [*tensors, out_q, out_k, *views, sync, *scalars]
+    args = [*tensors, out_q, out_k, accs, *views, sync, times, *scalars]
     if cfg.mode == "persistent":
         launched = [_two_way_kernel[(plan.grid,)](*args, PHASE=0, **meta)]
     elif cfg.mode == "multi":
@@ -839,6 +964,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     else:
         raise ValueError(f"mode: expected 'persistent' or 'multi', got {cfg.mode!r}")
     last_kernels[:] = launched
+    last_times[:] = [times] if instr else []
     return plan
 
 

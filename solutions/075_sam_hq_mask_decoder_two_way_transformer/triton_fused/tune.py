@@ -1,20 +1,22 @@
-"""H200 sweep for 075 triton_fused: correctness and latency of kernel variants on the 16 official workloads.
+"""H200 sweep for 075 triton_fused: correctness, CUPTI latency and per-phase times of kernel variants.
 
-    python solutions/075_sam_hq_mask_decoder_two_way_transformer/triton_fused/tune.py --out DIR
+    python solutions/075_sam_hq_mask_decoder_two_way_transformer/triton_fused/tune.py --out DIR \
+        [--variants base,v2] [--workloads 1,6,10] [--profile 6,10] [--instr 6,10] [--budget 150]
 
-1. Warm-up, in parallel subprocesses (--jobs): every variant is compiled for each specialisation the official
-   workloads need (the padded token count TP) and checked once on a small shape of that kind against the
-   reference; its registers, spills and shared memory are reported. A variant that fails to compile, crashes,
-   times out or is wrong there is dropped from the sweep (and listed).
+1. Warm-up, in parallel subprocesses: every variant is compiled for each specialisation the chosen workloads
+   need and checked once on a small shape of that kind (S = 96) against the reference; its registers, spills
+   and shared memory are reported. A variant that fails to compile, crashes, times out or is wrong is dropped.
 2. Sweep: per workload (inputs from harness.inputs.gen_inputs after torch.manual_seed(200), in file order),
-   the fp32 reference (TF32 off, as the official evaluator runs it), then per variant one call on NaN-poisoned
-   outputs checked with harness.correctness.compute_error_stats (worst output: matched ratio and
-   max |err| / (atol + rtol |ref|)), repeated on --rounds fresh inputs; then 10 warm-up and 50 timed calls,
-   each after zeroing a 2 x L2 int8 buffer and a ~0.2 ms GPU sleep (so that the host has enqueued the call
-   before the GPU reaches it: the events then time the GPU work, like the official CUPTI span, not the
-   Python launch cost), CUDA events around the call, median. Geomean over the workloads per variant.
-Writes DIR/tune_075.json and prints a table. Variants are kernel.Config objects, picked with --variants.
---smoke checks this script on the CPU (interpreter, 2 shrunken workloads, no timing, no subprocesses).
+   the fp32 reference (TF32 off, as the official evaluator runs it), then per variant one call on
+   NaN-poisoned outputs checked with harness.correctness.compute_error_stats (worst output: matched ratio and
+   max |err| / (atol + rtol |ref|)) on --rounds fresh inputs, then `harness.timing.time_runnable(...,
+   timer="cupti")` (the official span: L2 flushed, fresh addresses per call; --iters timed calls, median).
+   The sweep stops at --budget seconds (the rows done so far are reported).
+3. --profile: the seven phases as seven launches (`mode="multi"`) under torch.profiler: median GPU time of
+   each phase kernel (optionally of another kernel.py, --kernel, with the same `launch` API).
+4. --instr: the persistent kernel with `instr=True`: program 0's %clock64 / %globaltimer at every phase
+   start (after each counter wait), i.e. the time from one phase start to the next.
+Writes DIR/tune_075.json (after every workload) and prints tables. --smoke checks the script on the CPU.
 """
 
 from __future__ import annotations
@@ -47,48 +49,23 @@ TASK = "075_sam_hq_mask_decoder_two_way_transformer"
 kernel = load_module(Path(__file__).with_name("kernel.py"), "_tune075_kernel")
 Config = kernel.Config
 BASE = kernel.DEFAULT_CONFIG
-PF = dict(prefetch_weights=True, prefetch_tokens=64, prefetch_dist=2)  # the L2 prefetches (inline PTX)
 
 VARIANTS: dict[str, Config] = {
-    "base": BASE,  # persistent, 32-token key tiles, 64-wide K pieces, no prefetch
-    "pf": dataclasses.replace(BASE, **PF),
-    "pf_st2": dataclasses.replace(BASE, **PF, num_stages=2),  # let Triton pipeline the K-piece loops
-    "pf_kc128": dataclasses.replace(BASE, **PF, kc=128),
-    "pf_mc32": dataclasses.replace(BASE, **PF, min_chunk=32),  # twice the key chunks when B*P is small
-    "pf_bs64": dataclasses.replace(BASE, **PF, bs1=64),  # 64-token tiles in the t2i pass
-    "pf_tf32": dataclasses.replace(BASE, **PF, prec_q="tf32rn", prec_v2="tf32rn"),  # cheaper, less accurate
-    "pf_trunc": dataclasses.replace(
-        BASE, **PF, prec_s1="tf32", prec_v1="tf32", prec_s2="tf32"
-    ),  # no rounding
-    "pf_ns": dataclasses.replace(BASE, **PF, spin_ns=100),  # back off between counter polls
-    "pf_w4": dataclasses.replace(BASE, **PF, num_warps=4),
-    "pf_nd4": dataclasses.replace(BASE, **PF, nd=4, mb=32, hb=64),
-    "multi": dataclasses.replace(BASE, mode="multi", prefetch_dist=2),  # seven launches (launch gaps count)
+    "base": BASE,
+    "v3": dataclasses.replace(BASE, v_terms=3),  # 3xTF32 i2t values (+64 KB shared memory)
+    "warm": dataclasses.replace(BASE, warm=True),  # dry runs of phases 2..7 during phase 1
+    "bs32": dataclasses.replace(BASE, bs1=32, bs2=32),
+    "pf0": dataclasses.replace(BASE, prefetch_weights=False, prefetch_tokens=0, prefetch_dist=0),
+    "pf4": dataclasses.replace(BASE, prefetch_dist=4, prefetch_tokens=64),
+    "w2": dataclasses.replace(BASE, waves=2.0),  # twice the key chunks
+    "q8": dataclasses.replace(BASE, nd=8, hb=16),  # more query-side work items
+    "q1": dataclasses.replace(BASE, q_terms=1),  # query side in one TF32 product (less code, less exact)
+    "trunc": dataclasses.replace(BASE, tf32_rn=False),  # key side TF32 truncated by the tensor core
+    "multi": dataclasses.replace(BASE, mode="multi"),  # seven launches (launch gaps count)
+    "instr": dataclasses.replace(BASE, instr=True),  # what --instr runs (compiled in the warm-up)
 }
-DEFAULT_VARIANTS = ["base", "pf", "pf_ns", "pf_st2", "pf_kc128", "pf_mc32", "pf_bs64", "pf_tf32", "multi"]
-WARMUP = 10
-ITERS = 50
-SLEEP_CYCLES = 400_000  # ~0.2 ms at 1.98 GHz
-
-
-def time_ms(fn, flush: torch.Tensor | None) -> float:
-    """Median of ITERS calls, each after an L2 flush and a GPU sleep; CUDA events around the call only."""
-    if flush is None:  # --smoke: no GPU, no timing
-        fn()
-        return 1e-3
-    for _ in range(WARMUP):
-        flush.zero_()
-        fn()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(ITERS)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(ITERS)]
-    for i in range(ITERS):
-        flush.zero_()
-        torch.cuda._sleep(SLEEP_CYCLES)
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
+DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
+WARMUP = 5
 
 
 def check(outs, refs, names, tolerance, prev: dict | None = None) -> dict:
@@ -110,27 +87,35 @@ def _items(w) -> tuple[int, int, int]:
     return a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
 
 
-def warm_shapes(task, cfg: Config, sms: int) -> list:
-    """One small workload per compiled specialisation the official workloads need (same B, P, T; S = 96)."""
+def _pick(task, spec: str | None) -> list:
+    """Workloads by official 1-based number ('1,6,10'); all when spec is empty."""
+    if not spec:
+        return list(task.workloads)
+    return [task.workloads[int(i) - 1] for i in spec.split(",") if i]
+
+
+def warm_shapes(workloads, cfg: Config, sms: int) -> list:
+    """One small workload per compiled specialisation the workloads need (same B, P, T; S = 96)."""
     seen, shapes = set(), []
-    for w in task.workloads:
+    for w in workloads:
         NI, T, S = _items(w)
         p = kernel.make_plan(NI, T, S, cfg, sms)
-        key = (p.TP, p.IPB, p.RB, p.DS, p.NCB, p.MB, p.HB)
+        key = (p.TPK, p.NHALF, p.NCB)
         if key not in seen:
             seen.add(key)
             shapes.append(w.model_copy(update={"axes": {**w.axes, "n_key_tokens": 96}}))
     return shapes
 
 
-def warm_one(name: str) -> dict:
+def warm_one(name: str, spec: str | None) -> dict:
     """Subprocess body: compile and check one variant on the warm shapes; returns a JSON-able report."""
     task = load_task(TASK)
     cfg = VARIANTS[name]
     torch.manual_seed(0)
     t0 = time.time()
     info = {"variant": name, "ok": True, "kernels": []}
-    for w in warm_shapes(task, cfg, torch.cuda.get_device_properties(0).multi_processor_count):
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for w in warm_shapes(_pick(task, spec), cfg, sms):
         inputs = gen_inputs(task.definition, w, device="cuda")
         outs = allocate_outputs(task.definition, resolve_axes(task.definition, w), device="cuda")
         for o in outs:
@@ -142,7 +127,7 @@ def warm_one(name: str) -> dict:
         for k in kernel.last_kernels:
             info["kernels"].append(
                 {
-                    "TP": plan.TP,
+                    "TPK": plan.TPK,
                     "n_regs": getattr(k, "n_regs", None),
                     "n_spills": getattr(k, "n_spills", None),
                     "shared": k.metadata.shared,
@@ -153,11 +138,11 @@ def warm_one(name: str) -> dict:
     return info
 
 
-def warm_all(names: list[str], jobs: int, timeout_s: float) -> dict[str, dict]:
+def warm_all(names: list[str], spec: str | None, jobs: int, timeout_s: float) -> dict[str, dict]:
     """Run warm_one for every variant in parallel subprocesses (they fill Triton's on-disk cache)."""
 
     def one(name: str) -> dict:
-        cmd = [sys.executable, __file__, "--warm-one", name, "--out", "."]
+        cmd = [sys.executable, __file__, "--warm-one", name, "--out", ".", "--workloads", spec or ""]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -171,16 +156,87 @@ def warm_all(names: list[str], jobs: int, timeout_s: float) -> dict[str, dict]:
         return {r["variant"]: r for r in pool.map(one, names)}
 
 
+def time_cupti(cfg: Config, inputs: list, outs: list, iters: int) -> float:
+    """Median CUPTI GPU span (ms) of `iters` calls, the official way (harness.timing)."""
+    from harness.timing import time_runnable
+
+    stats = time_runnable(
+        lambda *a: kernel.launch(list(a[:41]), list(a[41:]), cfg),
+        inputs,
+        outs,
+        warmup=WARMUP,
+        iterations=iters,
+        timer="cupti",
+    )
+    return stats.median_ms
+
+
+def profile_phases(mod, inputs: list, axes: dict, task, reps: int = 10) -> list[float]:
+    """Median GPU time (us) of each of the seven phase kernels of `mode="multi"` (torch.profiler)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from harness.timing import records_from_kineto
+
+    cfg = dataclasses.replace(mod.DEFAULT_CONFIG, mode="multi")
+    outs = allocate_outputs(task.definition, axes, device="cuda")
+    mod.launch(inputs, outs, cfg)
+    torch.cuda.synchronize()
+    flush = torch.empty(
+        2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.int8, device="cuda"
+    )
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            flush.zero_()
+            torch.cuda.synchronize()
+            mod.launch(inputs, outs, cfg)
+            torch.cuda.synchronize()
+    recs = [r for r in records_from_kineto(prof.profiler.kineto_results.events()) if r.kind == "kernel"]
+    recs = sorted((r for r in recs if "two_way" in r.name), key=lambda r: r.start_ns)
+    per = [[] for _ in range(7)]
+    for i, r in enumerate(recs[: 7 * reps]):
+        per[i % 7].append((r.end_ns - r.start_ns) / 1e3)
+    return [statistics.median(p) if p else float("nan") for p in per]
+
+
+def instr_phases(cfg: Config, inputs: list, axes: dict, task, reps: int = 10) -> dict:
+    """Program 0's phase-start stamps of the persistent kernel: median us per phase (clock64 and globaltimer)."""
+    cfg = dataclasses.replace(cfg, instr=True)
+    outs = allocate_outputs(task.definition, axes, device="cuda")
+    flush = torch.empty(
+        2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.int8, device="cuda"
+    )
+    ck, gt = [], []
+    for _ in range(reps):
+        flush.zero_()
+        torch.cuda.synchronize()
+        kernel.launch(inputs, outs, cfg)
+        torch.cuda.synchronize()
+        t = kernel.last_times[0].cpu().tolist()
+        ck.append([t[2 * k + 2] - t[2 * k] for k in range(7)])
+        gt.append([t[2 * k + 3] - t[2 * k + 1] for k in range(7)])
+    ghz = statistics.median(sum(c) / max(1, sum(g)) for c, g in zip(ck, gt, strict=True))
+    return {
+        "clock_ghz": ghz,
+        "clock_us": [statistics.median(c[k] for c in ck) / ghz / 1e3 for k in range(7)],
+        "globaltimer_us": [statistics.median(g[k] for g in gt) / 1e3 for k in range(7)],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for tune_075.json")
     parser.add_argument(
-        "--rounds", type=int, default=2, help="correctness rounds (fresh inputs) per workload"
+        "--rounds", type=int, default=1, help="correctness rounds (fresh inputs) per workload"
     )
-    parser.add_argument(
-        "--jobs", type=int, default=0, help="warm-up subprocesses (0: one per variant, <= CPUs)"
-    )
-    parser.add_argument("--warm-timeout", type=float, default=300.0, help="seconds per variant warm-up")
+    parser.add_argument("--iters", type=int, default=20, help="timed calls per variant and workload")
+    parser.add_argument("--workloads", default="", help="official 1-based numbers, comma-separated (all)")
+    parser.add_argument("--jobs", type=int, default=0, help="warm-up subprocesses (0: one per variant)")
+    parser.add_argument("--warm-timeout", type=float, default=150.0, help="seconds per variant warm-up")
+    parser.add_argument("--budget", type=float, default=100.0, help="stop the sweep after this many seconds")
+    parser.add_argument("--profile", default="", help="workloads for the per-phase multi-launch profile")
+    parser.add_argument("--kernel", default="", help="another kernel.py for --profile (same launch API)")
+    parser.add_argument("--instr", default="", help="workloads for the persistent per-phase stamps")
+    parser.add_argument("--warm-extra", default="", help="variants only compiled (e.g. instr,multi)")
     parser.add_argument("--smoke", action="store_true", help="CPU check of this script (interpreter)")
     parser.add_argument("--warm-one", default=None, help=argparse.SUPPRESS)
     parser.add_argument(
@@ -189,7 +245,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.warm_one is not None:
         try:
-            info = warm_one(args.warm_one)
+            info = warm_one(args.warm_one, args.workloads)
         except Exception as exc:  # noqa: BLE001 - reported to the parent
             info = {"variant": args.warm_one, "ok": False, "error": f"{type(exc).__name__}: {exc}"[-2000:]}
         print(json.dumps(info))
@@ -204,50 +260,86 @@ def main() -> None:
     t_start = time.time()
     task = load_task(TASK)
     out_names = list(task.definition.outputs)
-    workloads = task.workloads
-    warm: dict[str, dict] = {}
+    workloads = _pick(task, args.workloads)
+    report: dict = {"task": TASK, "variants": {v: dataclasses.asdict(VARIANTS[v]) for v in names}}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "tune_075.json"
+
+    def save() -> None:
+        report["wall_s"] = time.time() - t_start
+        path.write_text(json.dumps(report, indent=2))
+
     if args.smoke:
-        device, flush, l2_bytes = "cpu", None, 0
+        device = "cpu"
         workloads = [
             w.model_copy(
                 update={"axes": {**w.axes, "batch_size": 1, "point_batch_size": 2, "n_key_tokens": 40}}
             )
             for w in workloads[:2]
         ]
-        for v in names:  # the interpreter runs programs one by one: one persistent program, big MLP blocks
-            VARIANTS[v] = dataclasses.replace(
-                VARIANTS[v], grid=1 if VARIANTS[v].mode == "persistent" else 0, hb=512
-            )
+        for v in names:  # the interpreter runs programs one by one: one persistent program
+            VARIANTS[v] = dataclasses.replace(VARIANTS[v], grid=1 if VARIANTS[v].mode == "persistent" else 0)
     else:
         torch.backends.cuda.matmul.allow_tf32 = False  # the reference as the official evaluator runs it
         device = "cuda"
-        props = torch.cuda.get_device_properties(device)
-        l2_bytes = getattr(props, "L2_cache_size", 50 * 2**20)
-        flush = torch.empty(2 * l2_bytes, dtype=torch.int8, device=device)
-        jobs = args.jobs or min(len(names), os.cpu_count() or 1)
-        warm = warm_all(names, jobs, args.warm_timeout)
-        for v in names:
+        report.update(
+            device=torch.cuda.get_device_name(device),
+            torch=torch.__version__,
+            triton=__import__("triton").__version__,
+        )
+        extra = [v for v in args.warm_extra.split(",") if v and v not in names]
+        jobs = args.jobs or min(len(names) + len(extra), os.cpu_count() or 1)
+        warm = warm_all(names + extra, args.workloads, jobs, args.warm_timeout)
+        report["warm"] = warm
+        for v in names + extra:
             r = warm[v]
-            regs = sorted({(k["TP"], k["n_regs"], k["n_spills"], k["shared"]) for k in r.get("kernels", [])})
+            regs = sorted({(k["TPK"], k["n_regs"], k["n_spills"], k["shared"]) for k in r.get("kernels", [])})
             print(
-                f"warm {v:<10} ok={r['ok']!s:<5} {r.get('seconds', 0):6.1f} s  (TP, regs, spills, smem): {regs}"
-                + (f"  error: {r['error'][-300:]}" if "error" in r else ""),
-                file=sys.stderr,
+                f"warm {v:<8} ok={r['ok']!s:<5} {r.get('seconds', 0):6.1f} s  (TPK, regs, spills, smem): {regs}"
+                + (f"  error: {r['error'][-600:]}" if "error" in r else ""),
+                flush=True,
             )
-        dropped = [v for v in names if not warm[v]["ok"]]
         names = [v for v in names if warm[v]["ok"]]
-        if dropped:
-            print(f"dropped (failed the warm-up): {dropped}", file=sys.stderr)
-        if not names:
-            sys.exit("no variant survived the warm-up")
+        print(f"warm-up done at {time.time() - t_start:.0f} s; sweeping {names}", flush=True)
+        save()
 
-    def sync() -> None:
-        if device == "cuda":
-            torch.cuda.synchronize()
+    # per-phase diagnostics first (short), then the sweep
+    if not args.smoke:
+        torch.manual_seed(200)
+        for w in _pick(task, args.instr) if args.instr else []:
+            axes = resolve_axes(task.definition, w)
+            inputs = gen_inputs(task.definition, w, device=device)
+            res = instr_phases(VARIANTS[names[0]] if names else BASE, inputs, axes, task)
+            report.setdefault("instr", {})[w.uuid] = {"axes": dict(w.axes), **res}
+            print(
+                f"instr {w.axes}: phases 1-7 (us, clock) "
+                + " ".join(f"{x:6.1f}" for x in res["clock_us"])
+                + f"  sum {sum(res['clock_us']):.1f}  (globaltimer "
+                + " ".join(f"{x:.1f}" for x in res["globaltimer_us"])
+                + ")",
+                flush=True,
+            )
+        mod = load_module(Path(args.kernel), "_tune075_other") if args.kernel else kernel
+        for w in _pick(task, args.profile) if args.profile else []:
+            axes = resolve_axes(task.definition, w)
+            inputs = gen_inputs(task.definition, w, device=device)
+            ph = profile_phases(mod, inputs, axes, task)
+            report.setdefault("profile", {})[w.uuid] = {"axes": dict(w.axes), "kernel": args.kernel, "us": ph}
+            print(
+                f"multi {w.axes}: phase kernels (us) "
+                + " ".join(f"{x:6.1f}" for x in ph)
+                + f"  sum {sum(ph):.1f}",
+                flush=True,
+            )
+        save()
 
     torch.manual_seed(200)
     rows = []
+    report["workloads"] = rows
     for w in workloads:
+        if time.time() - t_start > args.budget:
+            print(f"budget reached: {len(rows)} of {len(workloads)} workloads", flush=True)
+            break
         axes = resolve_axes(task.definition, w)
         NI, T, S = _items(w)
         row = {"uuid": w.uuid, "axes": dict(w.axes), "key_tokens": NI * S, "atol": w.tolerance.max_atol}
@@ -260,83 +352,42 @@ def main() -> None:
                 for o in outs:
                     o.fill_(float("nan"))
                 kernel.launch(inputs, outs, VARIANTS[v])
-                sync()
+                if device == "cuda":
+                    torch.cuda.synchronize()
                 row["variants"][v] = check(outs, refs, out_names, w.tolerance, row["variants"].get(v))
         for v in names:
-            cfg = VARIANTS[v]
-            outs = allocate_outputs(task.definition, axes, device=device)
-            row["variants"][v]["median_ms"] = time_ms(
-                lambda i=inputs, o=outs, c=cfg: kernel.launch(i, o, c), flush
-            )
+            if device == "cuda":
+                outs = allocate_outputs(task.definition, axes, device=device)
+                row["variants"][v]["median_ms"] = time_cupti(VARIANTS[v], inputs, outs, args.iters)
+            else:
+                row["variants"][v]["median_ms"] = 1e-3
         rows.append(row)
-
-    geomean = {
-        v: math.exp(statistics.fmean(math.log(r["variants"][v]["median_ms"]) for r in rows)) for v in names
-    }
-
-    def best_of(r: dict) -> str:  # the fastest variant that passed (the fastest overall if none did)
-        ok = [v for v in names if r["variants"][v]["passed"]] or names
-        return min(ok, key=lambda v: r["variants"][v]["median_ms"])
-
-    best = [best_of(r) for r in rows]
-    oracle = math.exp(
-        statistics.fmean(math.log(r["variants"][b]["median_ms"]) for r, b in zip(rows, best, strict=True))
-    )
-
-    print(
-        f"{'#':>2} {'B*P*S':>6} {'T':>2} "
-        + " ".join(f"{v:>9}" for v in names)
-        + "  best       worst err/allowed"
-    )
-    for i, (r, b) in enumerate(zip(rows, best, strict=True), 1):
-        cells = []
-        for v in names:
-            res = r["variants"][v]
-            cells.append(f"{res['median_ms'] * 1e3:>8.1f}{' ' if res['passed'] else '!'}")
-        worst = max(r["variants"][v]["worst_ratio"] for v in names)
-        print(
-            f"{i:>2} {r['key_tokens']:>6} {r['axes']['n_query_tokens']:>2} "
-            + " ".join(cells)
-            + f"  {b:<10} {worst:.2f}"
+        cells = " ".join(
+            f"{row['variants'][v]['median_ms'] * 1e3:8.1f}{' ' if row['variants'][v]['passed'] else '!'}"
+            for v in names
         )
-    print(
-        f"{'geomean us':<12}"
-        + " ".join(f"{geomean[v] * 1e3:>9.2f}" for v in names)
-        + f"  oracle {oracle * 1e3:.2f}"
-    )
-    print(
-        f"{'min matched':<12}"
-        + " ".join(f"{min(r['variants'][v]['min_matched'] for r in rows):>9.5f}" for v in names)
-    )
-    print(
-        f"{'worst ratio':<12}"
-        + " ".join(f"{max(r['variants'][v]['worst_ratio'] for r in rows):>9.3f}" for v in names)
-    )
-    print(
-        f"(times in us; '!' = failed the official rule in one of {args.rounds} rounds; "
-        "worst ratio = max |err| / (atol + rtol |ref|) over both outputs; best = fastest passing)"
-    )
+        worst = max(row["variants"][v]["worst_ratio"] for v in names)
+        print(f"{len(rows):>2} {NI * S:>6} {T:>2} {cells}  worst {worst:.2f}", flush=True)
+        save()
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    report = {
-        "task": TASK,
-        "device": torch.cuda.get_device_name(device) if device == "cuda" else "cpu (smoke)",
-        "rounds": args.rounds,
-        "torch": torch.__version__,
-        "triton": __import__("triton").__version__,
-        "method": f"CUDA events, L2 flush ({2 * l2_bytes} B int8 zeroed) and a {SLEEP_CYCLES}-cycle GPU sleep "
-        f"before each call, {WARMUP} warm-up, {ITERS} timed, median",
-        "variants": {v: dataclasses.asdict(VARIANTS[v]) for v in names},
-        "warm": warm,
-        "geomean_ms": geomean,
-        "oracle_geomean_ms": oracle,
-        "best_per_workload": best,
-        "workloads": rows,
-        "wall_s": time.time() - t_start,
-    }
-    path = args.out / "tune_075.json"
-    path.write_text(json.dumps(report, indent=2))
-    print(f"wrote {path} ({report['wall_s']:.0f} s)")
+    if rows:
+        geomean = {
+            v: math.exp(statistics.fmean(math.log(r["variants"][v]["median_ms"]) for r in rows))
+            for v in names
+        }
+        report["geomean_ms"] = geomean
+        print(f"{'':>2} {'B*P*S':>6} {'T':>2} " + " ".join(f"{v:>9}" for v in names))
+        print(f"{'geomean us':<12}" + " ".join(f"{geomean[v] * 1e3:>9.2f}" for v in names))
+        print(
+            f"{'worst ratio':<12}"
+            + " ".join(f"{max(r['variants'][v]['worst_ratio'] for r in rows):>9.3f}" for v in names)
+        )
+        print(
+            f"{'min matched':<12}"
+            + " ".join(f"{min(r['variants'][v]['min_matched'] for r in rows):>9.5f}" for v in names)
+        )
+    save()
+    print(f"wrote {path} ({time.time() - t_start:.0f} s)")
 
 
 if __name__ == "__main__":
