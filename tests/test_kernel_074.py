@@ -3,9 +3,12 @@
 Every output is poisoned with NaN before the call (every element must be written), the inputs are the
 official kind (independent random tensors: each ReLU mask must come from its pre-activation input, each
 weight gradient from the post-ReLU input), and M covers 1, odd sizes and more than one row tile. The
-reference runs in float64; the interpreter computes the kernel's dots in fp32, so the bound is tight. The
-shipped variant runs once through the entry point; the other cases use large tiles (fewer programs, so the
-interpreter is faster), fp32 ("ieee") dots and the 2- and 3-launch variants. The `gpu` test checks official workloads with
+reference runs in float64; the interpreter computes the kernel's dots in fp32 ("ieee"), so the bound is
+tight. The shipped table runs once through the entry point (fp16 operands); the other cases use large tiles
+(fewer programs, so the interpreter is faster) and cover the code paths a Config selects: Q waiting for P
+or recomputing D2, prefetching or chunked K loops, split-K by atomics or by the last arriver, R/S in one
+K chunk or in a loop, one or every thread polling, several stage orders. After each call the per-tile
+counters and the next call's counter header must be zero. The `gpu` test checks official workloads with
 the official tolerance.
 """
 
@@ -68,41 +71,84 @@ def _check(task, args, outs, bound: float = ABS_BOUND) -> None:
             )
 
 
-def _big_tiles(kernel, launches: int):
-    """Few programs per launch (the interpreter runs them one by one)."""
-    return kernel.Config(
+def _check_counters(kernel) -> None:
+    """Tile counters back at zero; the next call's header zeroed by this call's ticket-0 program."""
+    dev = torch.device("cpu")
+    buf = kernel._COUNTERS[dev]
+    nxt = kernel._PARITY[dev]  # the parity the next call uses
+    assert int(buf[kernel._CNT_TILES :].abs().sum()) == 0, "per-tile counters must be left at zero"
+    header = buf[nxt * kernel._HDR : (nxt + 1) * kernel._HDR]
+    assert int(header.abs().sum()) == 0, "the next call's counters must be zero"
+
+
+def _big(kernel, **changes):
+    """Few programs per launch (the interpreter runs them one by one), fp32 dots."""
+    base = kernel.Config(
         p=(64, 256),
         o=(256, 64),
-        q=(64, 128, 64),
+        q=(64, 128, 256, 256),
         r=(256, 256, 64),
-        t=(64, 256, 64),
+        t=(64, 256, 256, 256),
         s=(256, 256, 64),
+        q_recompute=False,
+        prefetch=True,
+        t_atomic=True,
+        single_k=True,
+        order="POQRTS",
         precision="ieee",
-        launches=launches,
     )
+    return dataclasses.replace(base, **changes)
 
 
 def test_entry_point_default_config(solution, kernel):
-    """The shipped variant (fp16 operands) through `run` (DPS, definition order), M = 3."""
+    """The shipped table (fp16 operands) through `run` (DPS, definition order), M = 3."""
     assert solution.spec.precision == "fp16-operands"
     assert kernel.pick_config(3).precision == "fp16"
     task, args, outs = _case(1, 3, seed=1)
     solution.fn(*args, *outs)
     _check(task, args, outs, FP16_BOUND)
-    counters = kernel._COUNTERS[torch.device("cpu")]
-    assert int(counters.abs().sum()) == 0, "the counters must be left at zero"
+    _check_counters(kernel)
 
 
-@pytest.mark.parametrize(
-    ("batch", "points", "launches"),
-    [(1, 1, 1), (3, 1, 2), (4, 16, 3), (1, 131, 1)],
-    ids=["m1", "m3-2launch", "m64-3launch", "m131"],
-)
-def test_any_m(kernel, batch, points, launches):
+CASES = {
+    # Q waits for P with a prefetched W_hid tile, T prefetches and adds atomically, R/S in one K chunk
+    "m1-prefetch": ((1, 1), {}),
+    # Q recomputes D2 (no wait for P), T split-K by last-arriver sums, chunked loops, another order
+    "m3-recompute": (
+        (3, 1),
+        dict(
+            q=(64, 128, 256, 128),
+            t=(64, 256, 256, 128),
+            q_recompute=True,
+            prefetch=False,
+            t_atomic=False,
+            order="QSPTRO",
+        ),
+    ),
+    # 2 row tiles (M = 70), R/S still in one K chunk (128 >= M), T prefetching with last-arriver sums
+    "m70-single": ((2, 35), dict(r=(256, 256, 128), s=(256, 256, 128), t_atomic=False)),
+    # 2 row tiles of Q/T/P, R/S K loops over M (M > their chunk), every thread polls, 2 K splits of 512
+    "m131-loops": (
+        (1, 131),
+        dict(
+            q=(128, 128, 512, 128),
+            t=(128, 256, 512, 256),
+            prefetch=False,
+            single_k=False,
+            poll_one=False,
+            order="PQTSRO",
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_any_m(kernel, case):
+    (batch, points), changes = CASES[case]
     task, args, outs = _case(batch, points, seed=batch * 1000 + points)
-    kernel.launch(args, outs, _big_tiles(kernel, launches))
+    kernel.launch(args, outs, _big(kernel, **changes))
     _check(task, args, outs)
-    assert int(kernel._COUNTERS[torch.device("cpu")].abs().sum()) == 0
+    _check_counters(kernel)
 
 
 def test_masks_come_from_pre_activations(kernel):
@@ -112,7 +158,7 @@ def test_masks_come_from_pre_activations(kernel):
     for i, name in enumerate(names):
         if name == "iou_hidden2" or (name.startswith("hyper_hidden2_") and "relu" not in name):
             args[i] = -args[i].abs()
-    kernel.launch(args, outs, _big_tiles(kernel, 1))
+    kernel.launch(args, outs, _big(kernel))
     _check(task, args, outs)
     by_name = dict(zip(task.definition.outputs, outs, strict=True))
     assert float(by_name["grad_iou_hidden_weight"].abs().max()) == 0.0
@@ -120,16 +166,24 @@ def test_masks_come_from_pre_activations(kernel):
     assert float(by_name["grad_iou_proj_out_weight"].abs().max()) > 0.0
 
 
-def test_config_rejects_bad_tiles(kernel):
+def test_config_table_and_validation(kernel):
+    table = kernel.CONFIG_TABLE
+    assert [m for m, _ in table] == sorted(m for m, _ in table) and table[-1][0] >= 1 << 31
+    for m in (1, 64, 384, 385, 2048):
+        assert kernel.pick_config(m) in [cfg for _, cfg in table]
     with pytest.raises(ValueError):
-        dataclasses.replace(kernel.DEFAULT_CONFIG, q=(48, 64, 32))
+        dataclasses.replace(kernel.DEFAULT_CONFIG, q=(48, 64, 256, 256))
     with pytest.raises(ValueError):
         dataclasses.replace(kernel.DEFAULT_CONFIG, precision="bf16")
+    with pytest.raises(ValueError):  # T waits for Q: Q must come first in ticket order
+        dataclasses.replace(kernel.DEFAULT_CONFIG, order="POTQRS")
+    with pytest.raises(ValueError):  # prefetch needs the whole K range in one chunk
+        dataclasses.replace(kernel.DEFAULT_CONFIG, t=(64, 64, 256, 64), prefetch=True)
 
 
 @pytest.mark.gpu
 def test_official_workloads_gpu(solution):
-    """Every official workload, one fresh round each, official tolerance (TF32 vs the fp32 reference)."""
+    """Every official workload, one fresh round each, official tolerance (fp16 operands vs the fp32 reference)."""
     task = load_task(TASK)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(200)

@@ -3,12 +3,17 @@
 One Triton launch computes all 14 outputs. Every MLP ("mlp" 0 = IoU, 1..4 = hypernetwork 0..3) is the chain
 (M rows, D = 1024 or 256 hidden, KG = 4 or 32 outputs, C = 256 inputs; all matrices row-major):
 
-    D2 = (G @ W_out) * (H2 > 0)      [M, D]   stage P  -> workspace (fp16)
-    dW_out = G^T @ H2r, db_out       [KG, D]  stage O  (db_out = column sums of G)
-    D1 = (D2 @ W_hid) * (H1 > 0)     [M, D]   stage Q  -> workspace (fp16); waits for P, or recomputes D2
-    dW_hid = D2^T @ H1r, db_hid      [D, D]   stage R  (db_hid = column sums of D2; waits for P)
+    D2 = (G @ W_out) * (H2 > 0)      [M, D]   stage P  -> workspace (fp16) + per-tile column sums
+    dW_out = G^T @ H2r, db_out       [KG, D]  stage O  (fp32-accurate; db_out = column sums of G)
+    D1 = (D2 @ W_hid) * (H1 > 0)     [M, D]   stage Q  -> workspace (fp16) + per-tile column sums;
+                                                        waits for P (or recomputes D2)
+    dW_hid = D2^T @ H1r, db_hid      [D, D]   stage R  (waits for P; db_hid = sum of P's column sums)
     dx = D1 @ W_in                   [M, C]   stage T  (waits for Q)
-    dW_in = D1^T @ X, db_in          [D, C]   stage S  (db_in = column sums of D1; waits for Q)
+    dW_in = D1^T @ X, db_in          [D, C]   stage S  (waits for Q; db_in = sum of Q's column sums)
+
+Bias gradients are column sums over M; the producing tiles (P, Q) write their tile's column sums to a small
+fp32 workspace, and the first column tile of R / S adds those up (one load, not a second pass over M: an
+unpipelined pass over M was the long tail of the first version).
 
 Work items: every stage is a set of output tiles of a tiled GEMM; Q and T (K = D, 1024 for the IoU MLP)
 are also split along K ("split-K": the item does one K range), so that no item streams a long K loop: a
@@ -24,7 +29,10 @@ actually start and an item only ever waits for items with smaller tickets (the s
 first), so whatever it waits for belongs to a program that is already running: no deadlock whatever order
 the hardware schedules blocks in. With `q_recompute`, Q items compute their D2 chunk themselves (a K = 32
 GEMM plus the H2 mask) instead of waiting for P, which takes one dependency hop off the critical path.
-With `prefetch`, T items (and Q items that wait for P) load their weight operand before they wait.
+With `prefetch`, T items (and Q items that wait for P) load their weight operand before they wait;
+with `single_k`, R and S items (K = M, when M fits one chunk) load theirs before they wait. A waiting
+program polls its counter with one thread (`poll_one`), and every counter sits in its own 128-byte line,
+so hundreds of waiting programs do not swamp the L2 slice that also serves the producers' increments.
 Under TRITON_INTERPRET=1 programs run one after another in ticket order, so no wait ever spins.
 
 The sync counters are double-buffered: call k uses set k % 2 and the program with ticket 0 zeroes the
@@ -34,7 +42,9 @@ written by this call (dx with `t_atomic`: zeroed, then summed into, within the c
 
 Precision: matmul operands are rounded to fp16 (round to nearest even: the same 10-bit mantissa as TF32, at
 twice the TF32 tensor-core rate), accumulation is fp32; the D1/D2 workspaces are stored in fp16 (what the
-MMAs would round them to anyway), split-K partial sums and bias sums stay fp32. This reproduces TF32 with
+MMAs would round them to anyway), split-K partial sums and bias sums stay fp32; dW_out (K = M, the output
+closest to its tolerance with fp16 operands: 0.85 of allowed at M = 128) uses fp32-accurate "tf32x3" dots
+(it is tiny). This reproduces TF32 with
 round-to-nearest operands (what cuBLAS's TF32 gives the reference) exactly for values in fp16's range.
 Plain Triton "tf32" hands the raw fp32 bits to the tensor core, which truncates them; that bias fails the
 99 % rule (NOTES.md), so it is only a test/tune variant, next to "tf32rn" and the fp32-exact "ieee".
@@ -56,11 +66,13 @@ KG_IOU = 4  # num_mask_tokens: IoU head outputs
 KG_HYP = 32  # output_channels: hypernetwork outputs
 N_HYP = 4  # number of hypernetwork MLPs
 
-# Counter buffer (int32): two header sets of 16 (ticket, P done per MLP, Q done per MLP), then per-tile
-# split-K counters (Q tiles, then T tiles).
+# Counter buffer (int32): two header sets of 16 slots (ticket, P done per MLP, Q done per MLP), then per-tile
+# split-K counters (Q tiles, then T tiles). Every counter has its own 128-byte line (a stride of 32 ints):
+# programs that poll one counter, or bump another, do not queue on the same L2 line.
+_LINE = tl.constexpr(32)
 _CNT_P = tl.constexpr(1)
 _CNT_Q = tl.constexpr(6)
-_HDR = 16
+_HDR = 16 * 32
 _CNT_TILES = 2 * _HDR
 
 # Stage numbers (the `order` string of a Config permutes them).
@@ -75,16 +87,19 @@ class Config:
 
     p: tuple[int, int] = (64, 64)  # D2 tiles [rows of M, cols of D]; K (4 or 32) is one chunk of 32
     o: tuple[int, int] = (64, 64)  # dW_out tiles: 32 rows (all of KG), cols of D; K chunk over M
-    q: tuple[int, int, int, int] = (64, 64, 256, 64)  # D1 tiles [M, D], K range per item (split-K), chunk
-    r: tuple[int, int, int] = (64, 128, 64)  # dW_hid tiles [D, D], K chunk over M
+    q: tuple[int, int, int, int] = (64, 64, 256, 256)  # D1 tiles [M, D], K range per item (split-K), chunk
+    r: tuple[int, int, int] = (64, 128, 128)  # dW_hid tiles [D, D], K chunk over M
     t: tuple[int, int, int, int] = (64, 64, 256, 256)  # dx tiles [M, C], K range per item, chunk
-    s: tuple[int, int, int] = (64, 64, 64)  # dW_in tiles [D, C], K chunk over M
-    q_recompute: bool = True  # Q items compute their D2 chunk (no wait for P)
+    s: tuple[int, int, int] = (64, 64, 128)  # dW_in tiles [D, C], K chunk over M
+    q_recompute: bool = False  # Q items compute their D2 chunk (no wait for P)
     prefetch: bool = True  # T (and waiting Q) items load the weight tile before waiting (chunk == range)
     t_atomic: bool = True  # T split-K partials are added into dx with atomics (else: last arriver sums)
-    order: str = "QPTSRO"  # ticket order of the stages (producers before consumers)
+    single_k: bool = True  # R and S (K = M) in one chunk, operand B loaded before the wait (M <= RK, SK)
+    poll_one: bool = True  # one thread per waiting program polls its counter (else all threads do)
+    order: str = "POQRTS"  # ticket order of the stages (producers before consumers)
     num_warps: int = 8
     num_stages: int = 3
+    maxnreg: int | None = 128  # register cap (128 at 8 warps: two programs per SM); None: the compiler's
     precision: str = "fp16"  # "fp16" | "tf32rn" | "tf32" | "tf32x3" | "ieee" (see _mma); fp32 accumulation
 
     def __post_init__(self) -> None:
@@ -93,7 +108,9 @@ class Config:
         for name in ("p", "o", "q", "r", "t", "s"):
             for v in getattr(self, name):
                 if v < 16 or v & (v - 1) or v > 1024:
-                    raise ValueError(f"Config.{name}: tile sizes must be powers of two in [16, 1024], got {v}")
+                    raise ValueError(
+                        f"Config.{name}: tile sizes must be powers of two in [16, 1024], got {v}"
+                    )
         for name in ("q", "t"):
             _, _, k_range, chunk = getattr(self, name)
             if chunk > k_range:
@@ -101,7 +118,9 @@ class Config:
         if self.prefetch and self.t[3] != self.t[2]:
             raise ValueError("Config: prefetch needs the T chunk to equal the T K range")
         if self.prefetch and not self.q_recompute and self.q[3] != self.q[2]:
-            raise ValueError("Config: prefetch needs the Q chunk to equal the Q K range (without q_recompute)")
+            raise ValueError(
+                "Config: prefetch needs the Q chunk to equal the Q K range (without q_recompute)"
+            )
         if sorted(self.order) != sorted(_STAGES):
             raise ValueError(f"Config.order: expected a permutation of {_STAGES!r}, got {self.order!r}")
         pos = {c: i for i, c in enumerate(self.order)}
@@ -116,7 +135,50 @@ class Config:
 
 
 DEFAULT_CONFIG = Config()
-CONFIG_TABLE: list[tuple[int, Config]] = [(1 << 62, DEFAULT_CONFIG)]
+CONFIG_TABLE: list[tuple[int, Config]] = [
+    (
+        384,
+        Config(
+            p=(64, 64),
+            o=(64, 64),
+            q=(64, 64, 256, 256),
+            r=(64, 128, 64),
+            t=(64, 64, 256, 256),
+            s=(64, 64, 64),
+            q_recompute=False,
+            prefetch=True,
+            t_atomic=True,
+            single_k=True,
+            poll_one=True,
+            order="POQRTS",
+            num_warps=8,
+            num_stages=3,
+            maxnreg=128,
+            precision="fp16",
+        ),
+    ),  # tune.py variant 's3'
+    (
+        1 << 62,
+        Config(
+            p=(64, 128),
+            o=(64, 64),
+            q=(128, 64, 512, 32),
+            r=(128, 128, 32),
+            t=(128, 128, 512, 32),
+            s=(128, 64, 32),
+            q_recompute=False,
+            prefetch=False,
+            t_atomic=True,
+            single_k=False,
+            poll_one=False,
+            order="POQRTS",
+            num_warps=8,
+            num_stages=3,
+            maxnreg=128,
+            precision="fp16",
+        ),
+    ),  # tune.py variant 'b1_pall'
+]
 """(largest M, variant) pairs in increasing M; the first that fits is used (filled in from tune.py)."""
 CONFIG_OVERRIDE: Config | None = None
 """Forces the variant `run` uses (experiments); None: CONFIG_TABLE decides."""
@@ -193,7 +255,9 @@ def _mma(a, b, acc, PREC: tl.constexpr):
     if PREC == "fp16":
         acc = tl.dot(a.to(tl.float16), b.to(tl.float16), acc)
     elif PREC == "tf32rn":
-        acc = tl.dot(_round_tf32(a.to(tl.float32)), _round_tf32(b.to(tl.float32)), acc, input_precision="tf32")
+        acc = tl.dot(
+            _round_tf32(a.to(tl.float32)), _round_tf32(b.to(tl.float32)), acc, input_precision="tf32"
+        )
     else:
         acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision=PREC)
     return acc
@@ -298,66 +362,98 @@ def _q_recompute_loop(
 
 
 @triton.jit
-def _row_sums_t(a_ptr, lda, R, K, off_r, A_CG: tl.constexpr, BR: tl.constexpr, BK: tl.constexpr):
-    """sum_k A[r, k] for A stored K-major (A[r, k] = a_ptr[k * lda + r]): a bias gradient, in fp32.
-
-    A separate pass (only the first column tile runs it): summing inside the MMA loop would serialise the
-    wgmma pipeline (ptxas C7515).
-    """
+def _col_partial_sums(ws, n_rows, col0, R, off_r, BR: tl.constexpr):
+    """sum_t ws[t, col0 + r] over the n_rows per-tile column sums (ws rows of 2048): a bias gradient."""
     rr = off_r + tl.arange(0, BR)
-    kk = tl.arange(0, BK)
     r_ok = rr < R
-    rs = tl.zeros((BR,), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        k = k0 + kk
-        ptrs = a_ptr + k[:, None] * lda + rr[None, :]
-        msk = (k < K)[:, None] & r_ok[None, :]
-        if A_CG:
-            a_t = tl.load(ptrs, mask=msk, other=0.0, cache_modifier=".cg")
-        else:
-            a_t = tl.load(ptrs, mask=msk, other=0.0)
-        rs += tl.sum(a_t.to(tl.float32), axis=0)
-    return rs
+    tt = tl.arange(0, 16)
+    acc = tl.zeros((BR,), dtype=tl.float32)
+    for t0 in range(0, n_rows, 16):
+        t = t0 + tt
+        v = tl.load(
+            ws + t[:, None] * 2048 + col0 + rr[None, :],
+            mask=(t < n_rows)[:, None] & r_ok[None, :],
+            other=0.0,
+            cache_modifier=".cg",
+        )
+        acc += tl.sum(v, axis=0)
+    return acc
 
 
 @triton.jit
-def _store_grad(
-    acc,
-    out_ptr,
-    ld,
-    bias_ptr,
-    a_ptr,
-    lda,
-    R,
-    C,
-    K,
-    off_r,
-    off_c,
-    A_CG: tl.constexpr,
-    BR: tl.constexpr,
-    BC: tl.constexpr,
-    BK: tl.constexpr,
-):
-    """A weight-gradient tile; the first column tile also writes the bias gradient (row sums of A)."""
+def _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr):
+    """dW_out tile [32, ON] = G^T @ H2r[:, off_c:] (fp32-accurate tf32x3) and the column sums of G."""
+    kk = tl.arange(0, OK)
+    gk = tl.arange(0, 32)
+    cc = off_c + tl.arange(0, ON)
+    g_ok = gk < KG
+    c_ok = cc < D
+    acc = tl.zeros((32, ON), dtype=tl.float32)
+    gs = tl.zeros((32,), dtype=tl.float32)
+    for k0 in range(0, M, OK):
+        k = k0 + kk
+        k_ok = k < M
+        a_t = tl.load(g + k[:, None] * ld_g + gk[None, :], mask=k_ok[:, None] & g_ok[None, :], other=0.0)
+        b = tl.load(h2r + k[:, None] * D + cc[None, :], mask=k_ok[:, None] & c_ok[None, :], other=0.0)
+        acc = tl.dot(tl.trans(a_t), b, acc, input_precision="tf32x3")
+        gs += tl.sum(a_t, axis=0)
+    return acc, gs
+
+
+@triton.jit
+def _store_tile(acc, out, ld, R, C, off_r, off_c, BR: tl.constexpr, BC: tl.constexpr):
     rr = off_r + tl.arange(0, BR)
     cc = off_c + tl.arange(0, BC)
-    r_ok = rr < R
-    tl.store(out_ptr + rr[:, None] * ld + cc[None, :], acc, mask=r_ok[:, None] & (cc < C)[None, :])
-    if off_c == 0:
-        rs = _row_sums_t(a_ptr, lda, R, K, off_r, A_CG, BR, BK)
-        tl.store(bias_ptr + rr, rs, mask=r_ok)
+    tl.store(out + rr[:, None] * ld + cc[None, :], acc, mask=(rr < R)[:, None] & (cc < C)[None, :])
 
 
 @triton.jit
-def _wait_for(cnt_ptr, target):
+def _single_k_t(
+    a_ptr, lda, b_ptr, ldb, R, C, M, off_r, off_c, BR: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr
+):
+    """The B tile [BK, BC] (all of K = M <= BK) of a K-major-A product, loaded before a wait (see _finish_k_t)."""
+    kk = tl.arange(0, BK)
+    cc = off_c + tl.arange(0, BC)
+    return tl.load(
+        b_ptr + kk[:, None] * ldb + cc[None, :], mask=(kk < M)[:, None] & (cc < C)[None, :], other=0.0
+    )
+
+
+@triton.jit
+def _finish_k_t(
+    a_ptr, lda, b, R, M, off_r, BR: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr
+):
+    """acc = A[off_r:, :M] @ b with A stored K-major (a workspace: .cg loads), all of K in one chunk."""
+    kk = tl.arange(0, BK)
+    rr = off_r + tl.arange(0, BR)
+    a_t = tl.load(
+        a_ptr + kk[:, None] * lda + rr[None, :],
+        mask=(kk < M)[:, None] & (rr < R)[None, :],
+        other=0.0,
+        cache_modifier=".cg",
+    )
+    return _mma(tl.trans(a_t), b, tl.zeros((BR, BC), dtype=tl.float32), PREC)
+
+
+@triton.jit
+def _wait_for(cnt_ptr, target, NW: tl.constexpr, POLL1: tl.constexpr):
     """Spin until *cnt_ptr >= target, then acquire and let the whole program go on.
 
-    The poll is a volatile load (a read, not a read-modify-write that would queue behind the producers'
-    increments at the counter's L2 slice); one acquire RMW after it orders the workspace reads that follow.
+    The poll is a volatile load by one thread (a [32 * num_warps] tensor has one element per thread; only
+    element 0 loads), shared through a max-reduction: one L2 request per program and round trip instead
+    of one per warp, so the hundreds of waiting programs do not swamp the counter's L2 slice. One acquire
+    after it orders the workspace reads that follow.
     """
-    seen = tl.load(cnt_ptr, volatile=True)
-    while seen < target:
+    if POLL1:
+        offs = tl.arange(0, NW * 32)
+        one = offs == 0
+        seen = tl.max(tl.load(cnt_ptr + offs * 0, mask=one, other=0, volatile=True), axis=0)
+        while seen < target:
+            seen = tl.max(tl.load(cnt_ptr + offs * 0, mask=one, other=0, volatile=True), axis=0)
+    else:  # every thread polls (a request per warp)
         seen = tl.load(cnt_ptr, volatile=True)
+        while seen < target:
+            seen = tl.load(cnt_ptr, volatile=True)
     tl.atomic_add(cnt_ptr, 0, sem="acquire")
     tl.debug_barrier()
 
@@ -370,11 +466,35 @@ def _signal(cnt_ptr):
 
 
 @triton.jit
-def _reduce_split(acc, part, tile_cnt, ks, nsplit, BR: tl.constexpr, BC: tl.constexpr):
+def _now(dep):
+    """%globaltimer (ns) for TRACE builds (inline PTX: not available in the interpreter)."""
+    return tl.inline_asm_elementwise(
+        "mov.u64 $0, %globaltimer;", "=l,r", [dep], dtype=tl.int64, is_pure=False, pack=1
+    )
+
+
+@triton.jit
+def _clock(dep):
+    """%clock64 (SM cycles) for TRACE builds."""
+    return tl.inline_asm_elementwise(
+        "mov.u64 $0, %clock64;", "=l,r", [dep], dtype=tl.int64, is_pure=False, pack=1
+    )
+
+
+@triton.jit
+def _smid(dep):
+    return tl.inline_asm_elementwise(
+        "mov.u32 $0, %smid;", "=r,r", [dep], dtype=tl.int32, is_pure=False, pack=1
+    )
+
+
+@triton.jit
+def _reduce_split(acc, part, tile_cnt, ks, nsplit, SMAX: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
     """Split-K: store this item's partial tile, count it in; the last arriver adds the others.
 
     Returns (last, acc): `last` is true in exactly one of the tile's nsplit items, whose acc is then the
-    full sum; that item also puts the tile counter back to zero (nobody touches it again this call).
+    full sum; that item also puts the tile counter back to zero (nobody touches it again this call). The
+    other partials are read with SMAX unrolled, predicated loads (one round trip, not nsplit - 1).
     """
     offs = tl.arange(0, BR)[:, None] * BC + tl.arange(0, BC)[None, :]
     tl.store(part + ks * (BR * BC) + offs, acc, cache_modifier=".cg")
@@ -383,9 +503,9 @@ def _reduce_split(acc, part, tile_cnt, ks, nsplit, BR: tl.constexpr, BC: tl.cons
     last = old == nsplit - 1
     if last:
         tl.debug_barrier()
-        for s in range(0, nsplit):
-            if s != ks:
-                acc += tl.load(part + s * (BR * BC) + offs, cache_modifier=".cg")
+        for s in tl.static_range(SMAX):
+            use = offs * 0 + ((ks != s) & (nsplit > s)).to(tl.int32) > 0
+            acc += tl.load(part + s * (BR * BC) + offs, mask=use, other=0.0, cache_modifier=".cg")
         tl.store(tile_cnt, 0)
     return last, acc
 
@@ -454,9 +574,12 @@ def _fused_bwd_kernel(
     ws_d1,  # same layout, D1
     ws_qp,  # fp32 split-K partials of Q: [Q tiles, max splits, QM * QN]
     ws_tp,  # fp32 split-K partials of T: [T tiles, max splits, TM * TN] (unused with T_ATOMIC)
-    cnt,  # int32 [16]: this call's header (zero at entry)
-    cnt_next,  # int32 [16]: the next call's header (zeroed here by ticket 0)
-    cnt_tile,  # int32 per-tile split-K counters (zero at entry, left zero)
+    ws_cs2,  # fp32 [P row tiles, 2048]: column sums of each P tile of D2 (all MLPs side by side)
+    ws_cs1,  # fp32 [Q row tiles, 2048]: column sums of each finished Q tile of D1
+    cnt,  # int32 [16 * 32]: this call's header, one counter per 32 ints (zero at entry)
+    cnt_next,  # int32 [16 * 32]: the next call's header (zeroed here by ticket 0)
+    cnt_tile,  # int32 per-tile split-K counters, one per 32 ints (zero at entry, left zero)
+    trace,  # int64 [items, 6] when TRACE: globaltimer start/end, clock64 wait/end - start, stage/mlp/SM
     M,
     PM: tl.constexpr,
     PN: tl.constexpr,
@@ -479,8 +602,12 @@ def _fused_bwd_kernel(
     Q_RECOMP: tl.constexpr,
     PRE: tl.constexpr,
     T_ATOMIC: tl.constexpr,
+    SINGLE_K: tl.constexpr,
     ORDER: tl.constexpr,
     PREC: tl.constexpr,
+    NW: tl.constexpr,  # num_warps
+    POLL1: tl.constexpr,  # one thread polls a counter (else every thread)
+    TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
     PK: tl.constexpr = 32  # K of stage P (KG = 4 or 32, zero-padded)
@@ -488,8 +615,12 @@ def _fused_bwd_kernel(
     ST_MAX: tl.constexpr = (1024 + TKS - 1) // TKS
 
     t = tl.atomic_add(cnt + 0, 1, sem="relaxed")  # ticket: the order programs really started in
+    if TRACE:
+        g0 = _now(t)
+        c0 = _clock(t)
+        cw = c0
     if t == 0:
-        tl.store(cnt_next + tl.arange(0, 16), tl.zeros((16,), dtype=tl.int32))
+        tl.store(cnt_next + tl.arange(0, 16) * _LINE, tl.zeros((16,), dtype=tl.int32))
 
     # ---- items per stage (IoU tiles, hypernetwork tiles per MLP, K splits) ---------------------------
     zero = M * 0
@@ -550,6 +681,7 @@ def _fused_bwd_kernel(
     h2 = _pick5(mlp, h2_iou, h2_0, h2_1, h2_2, h2_3)
     h2r = _pick5(mlp, h2r_iou, h2r_0, h2r_1, h2r_2, h2r_3)
     ws_off = _sel(is_iou, 0, M * 1024 + j * M * 256)
+    col0 = _sel(is_iou, 0, 1024 + j * 256)  # this MLP's columns in the 2048-wide column-sum workspaces
     d2 = ws_d2 + ws_off  # [M, D]
     d1 = ws_d1 + ws_off  # [M, D]
     p_target = mt_p * tl.cdiv(D, PN)  # P tiles of this MLP
@@ -558,24 +690,31 @@ def _fused_bwd_kernel(
     # ---- the item ---------------------------------------------------------------------------------------
     if stage == 0:
         # P: D2 = (G @ W_out) * (H2 > 0)
+        # (+ its column sums into ws_cs2[row tile], for db_hid)
         n_c = tl.cdiv(D, PN)
-        off_r = (lt // n_c) * PM
+        mt = lt // n_c
+        off_r = mt * PM
         off_c = (lt % n_c) * PN
-        acc_p = _gemm_loop(g, ld_g, w_out, D, M, D, 0, KG, off_r, off_c, False, False, PM, PN, PK, PREC)
         rr = off_r + tl.arange(0, PM)
         cc = off_c + tl.arange(0, PN)
         msk = (rr < M)[:, None] & (cc < D)[None, :]
         offs = rr[:, None] * D + cc[None, :]
-        pre2 = tl.load(h2 + offs, mask=msk, other=0.0)
-        tl.store(d2 + offs, tl.where(pre2 > 0, acc_p, 0.0).to(d2.dtype.element_ty), mask=msk)
-        _signal(cnt + _CNT_P + mlp)
+        pre2 = tl.load(h2 + offs, mask=msk, other=0.0)  # first: it does not depend on the product
+        acc_p = _gemm_loop(g, ld_g, w_out, D, M, D, 0, KG, off_r, off_c, False, False, PM, PN, PK, PREC)
+        v_p = tl.where(pre2 > 0, acc_p, 0.0)
+        tl.store(d2 + offs, v_p.to(d2.dtype.element_ty), mask=msk)
+        tl.store(ws_cs2 + mt * 2048 + col0 + cc, tl.sum(v_p, axis=0), mask=cc < D)
+        _signal(cnt + (_CNT_P + mlp) * _LINE)
     elif stage == 1:
         # O: dW_out[k, n] = sum_m G[m, k] H2r[m, n]; db_out[k] = sum_m G[m, k]
+        # (fp32-accurate: a tiny product whose K = M sum is where fp16 operands would cost the most)
         off_c = lt * ON
-        acc_o = _gemm_loop(g, ld_g, h2r, D, KG, D, 0, M, 0, off_c, True, False, OM, ON, OK, PREC)
+        acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK)
         dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
         db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
-        _store_grad(acc_o, dw_out, D, db_out, g, ld_g, KG, D, M, 0, off_c, False, OM, ON, OK)
+        _store_tile(acc_o, dw_out, D, KG, D, 0, off_c, OM, ON)
+        if off_c == 0:
+            tl.store(db_out + tl.arange(0, 32), gs, mask=tl.arange(0, 32) < KG)
     elif stage == 2:
         # Q: D1 = (D2 @ W_hid) * (H1 > 0), one K range [k_lo, k_hi) of D per item
         nsplit = tl.cdiv(D, QKS)
@@ -597,9 +736,14 @@ def _fused_bwd_kernel(
         elif PRE:
             kq = k_lo + tl.arange(0, QKS)
             b_q = tl.load(
-                w_hid + kq[:, None] * D + cc[None, :], mask=(kq < k_hi)[:, None] & (cc < D)[None, :], other=0.0
+                w_hid + kq[:, None] * D + cc[None, :],
+                mask=(kq < k_hi)[:, None] & (cc < D)[None, :],
+                other=0.0,
             )
-            _wait_for(cnt + _CNT_P + mlp, p_target)
+            pre1_q = tl.load(h1 + offs, mask=msk, other=0.0)
+            _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
+            if TRACE:
+                cw = _clock(t)
             a_q = tl.load(
                 d2 + rr[:, None] * D + kq[None, :],
                 mask=(rr < M)[:, None] & (kq < k_hi)[None, :],
@@ -608,34 +752,66 @@ def _fused_bwd_kernel(
             )
             acc_q = _mma(a_q, b_q, tl.zeros((QM, QN), dtype=tl.float32), PREC)
         else:
-            _wait_for(cnt + _CNT_P + mlp, p_target)
-            acc_q = _gemm_loop(d2, D, w_hid, D, M, D, k_lo, k_hi, off_r, off_c, False, True, QM, QN, QBK, PREC)
+            _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
+            if TRACE:
+                cw = _clock(t)
+            acc_q = _gemm_loop(
+                d2, D, w_hid, D, M, D, k_lo, k_hi, off_r, off_c, False, True, QM, QN, QBK, PREC
+            )
         done = nsplit == 1
         if nsplit > 1:
             tile_g = _sel(is_iou, tile, nq_i + j * nq_h + tile)  # Q tiles of all MLPs, IoU first
             done, acc_q = _reduce_split(
-                acc_q, ws_qp + tile_g * (SQ_MAX * QM * QN), cnt_tile + tile_g, ks, nsplit, QM, QN
+                acc_q,
+                ws_qp + tile_g * (SQ_MAX * QM * QN),
+                cnt_tile + tile_g * _LINE,
+                ks,
+                nsplit,
+                SQ_MAX,
+                QM,
+                QN,
             )
         if done:
-            pre1 = tl.load(h1 + offs, mask=msk, other=0.0)
-            tl.store(d1 + offs, tl.where(pre1 > 0, acc_q, 0.0).to(d1.dtype.element_ty), mask=msk)
+            if PRE and not Q_RECOMP:
+                pre1 = pre1_q
+            else:
+                pre1 = tl.load(h1 + offs, mask=msk, other=0.0)
+            v_q = tl.where(pre1 > 0, acc_q, 0.0)
+            tl.store(d1 + offs, v_q.to(d1.dtype.element_ty), mask=msk)
+            tl.store(ws_cs1 + (tile // n_c) * 2048 + col0 + cc, tl.sum(v_q, axis=0), mask=cc < D)
             if T_ATOMIC:
                 # zero dx[rows of this tile, cols off_c .. off_c + QN] (inside 0..255): T adds into it
                 dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
                 ld_dx_z = _sel(is_iou, 256, 1024)
                 z_msk = (rr < M)[:, None] & (cc < 256)[None, :]
-                tl.store(dx_z + rr[:, None] * ld_dx_z + cc[None, :], tl.zeros((QM, QN), dtype=tl.float32), mask=z_msk)
-            _signal(cnt + _CNT_Q + mlp)
+                tl.store(
+                    dx_z + rr[:, None] * ld_dx_z + cc[None, :],
+                    tl.zeros((QM, QN), dtype=tl.float32),
+                    mask=z_msk,
+                )
+            _signal(cnt + (_CNT_Q + mlp) * _LINE)
     elif stage == 3:
         # R: dW_hid[o, i] = sum_m D2[m, o] H1r[m, i]; db_hid[o] = sum_m D2[m, o]
-        _wait_for(cnt + _CNT_P + mlp, p_target)
         n_c = tl.cdiv(D, RN)
         off_r = (lt // n_c) * RM
         off_c = (lt % n_c) * RN
-        acc_r = _gemm_loop(d2, D, h1r, D, D, D, 0, M, off_r, off_c, True, True, RM, RN, RK, PREC)
+        if SINGLE_K:  # all of K = M in one chunk: load H1r before waiting for D2
+            b_r = _single_k_t(d2, D, h1r, D, D, D, M, off_r, off_c, RM, RN, RK)
+            _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
+            if TRACE:
+                cw = _clock(t)
+            acc_r = _finish_k_t(d2, D, b_r, D, M, off_r, RM, RN, RK, PREC)
+        else:
+            _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
+            if TRACE:
+                cw = _clock(t)
+            acc_r = _gemm_loop(d2, D, h1r, D, D, D, 0, M, off_r, off_c, True, True, RM, RN, RK, PREC)
         dw_hid = _sel(is_iou, dw_hid_iou, dw_hid_hyp + j * 65536)
-        db_hid = _sel(is_iou, db_hid_iou, db_hid_hyp + j * 256)
-        _store_grad(acc_r, dw_hid, D, db_hid, d2, D, D, D, M, off_r, off_c, True, RM, RN, RK)
+        _store_tile(acc_r, dw_hid, D, D, D, off_r, off_c, RM, RN)
+        if off_c == 0:  # db_hid from the P tiles' column sums
+            db_hid = _sel(is_iou, db_hid_iou, db_hid_hyp + j * 256)
+            rr_b = off_r + tl.arange(0, RM)
+            tl.store(db_hid + rr_b, _col_partial_sums(ws_cs2, mt_p, col0, D, off_r, RM), mask=rr_b < D)
     elif stage == 4:
         # T: dx[m, c] = sum_i D1[m, i] W_in[i, c], one K range of D per item
         nsplit = tl.cdiv(D, TKS)
@@ -651,7 +827,9 @@ def _fused_bwd_kernel(
         if PRE:
             kt = k_lo + tl.arange(0, TKS)
             b_t = tl.load(w_in + kt[:, None] * 256 + cc[None, :], mask=(kt < k_hi)[:, None], other=0.0)
-            _wait_for(cnt + _CNT_Q + mlp, q_target)
+            _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
+            if TRACE:
+                cw = _clock(t)
             a_t = tl.load(
                 d1 + rr[:, None] * D + kt[None, :],
                 mask=(rr < M)[:, None] & (kt < k_hi)[None, :],
@@ -660,8 +838,12 @@ def _fused_bwd_kernel(
             )
             acc_t = _mma(a_t, b_t, tl.zeros((TM, TN), dtype=tl.float32), PREC)
         else:
-            _wait_for(cnt + _CNT_Q + mlp, q_target)
-            acc_t = _gemm_loop(d1, D, w_in, 256, M, 256, k_lo, k_hi, off_r, off_c, False, True, TM, TN, TBK, PREC)
+            _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
+            if TRACE:
+                cw = _clock(t)
+            acc_t = _gemm_loop(
+                d1, D, w_in, 256, M, 256, k_lo, k_hi, off_r, off_c, False, True, TM, TN, TBK, PREC
+            )
         dx = _sel(is_iou, dx_iou, dx_hyp + j * 256)
         ld_dx = _sel(is_iou, 256, 1024)
         dx_ptrs = dx + rr[:, None] * ld_dx + cc[None, :]
@@ -678,9 +860,10 @@ def _fused_bwd_kernel(
                 done, acc_t = _reduce_split(
                     acc_t,
                     ws_tp + tile_g * (ST_MAX * TM * TN),
-                    cnt_tile + (nq_i + 4 * nq_h) + tile_g,
+                    cnt_tile + (nq_i + 4 * nq_h + tile_g) * _LINE,
                     ks,
                     nsplit,
+                    ST_MAX,
                     TM,
                     TN,
                 )
@@ -688,14 +871,38 @@ def _fused_bwd_kernel(
                 tl.store(dx_ptrs, acc_t, mask=dx_msk)
     else:
         # S: dW_in[i, c] = sum_m D1[m, i] X[m, c]; db_in[i] = sum_m D1[m, i]
-        _wait_for(cnt + _CNT_Q + mlp, q_target)
         n_c = tl.cdiv(256, SN)
         off_r = (lt // n_c) * SM
         off_c = (lt % n_c) * SN
-        acc_s = _gemm_loop(d1, D, x, ld_x, D, 256, 0, M, off_r, off_c, True, True, SM, SN, SK, PREC)
+        if SINGLE_K:  # all of K = M in one chunk: load X before waiting for D1
+            b_s = _single_k_t(d1, D, x, ld_x, D, 256, M, off_r, off_c, SM, SN, SK)
+            _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
+            if TRACE:
+                cw = _clock(t)
+            acc_s = _finish_k_t(d1, D, b_s, D, M, off_r, SM, SN, SK, PREC)
+        else:
+            _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
+            if TRACE:
+                cw = _clock(t)
+            acc_s = _gemm_loop(d1, D, x, ld_x, D, 256, 0, M, off_r, off_c, True, True, SM, SN, SK, PREC)
         dw_in = _sel(is_iou, dw_in_iou, dw_in_hyp + j * 65536)
-        db_in = _sel(is_iou, db_in_iou, db_in_hyp + j * 256)
-        _store_grad(acc_s, dw_in, 256, db_in, d1, D, D, 256, M, off_r, off_c, True, SM, SN, SK)
+        _store_tile(acc_s, dw_in, 256, D, 256, off_r, off_c, SM, SN)
+        if off_c == 0:  # db_in from the Q tiles' column sums
+            db_in = _sel(is_iou, db_in_iou, db_in_hyp + j * 256)
+            rr_b = off_r + tl.arange(0, SM)
+            tl.store(db_in + rr_b, _col_partial_sums(ws_cs1, mt_q, col0, D, off_r, SM), mask=rr_b < D)
+
+    if TRACE:
+        tl.debug_barrier()
+        ce = _clock(t)
+        g1 = _now(t)
+        rec = trace + t.to(tl.int64) * 6
+        tl.store(rec + 0, g0)
+        tl.store(rec + 1, g1)
+        tl.store(rec + 2, cw - c0)
+        tl.store(rec + 3, ce - c0)
+        tl.store(rec + 4, (stage + 16 * mlp + 256 * _smid(t)).to(tl.int64))
+        tl.store(rec + 5, lt.to(tl.int64))
 
 
 # ------------------------------------------------------------------------------------------ host code
@@ -724,8 +931,8 @@ def _counters(device: torch.device, n_tiles: int) -> torch.Tensor:
     and the next call's header at zero.
     """
     buf = _COUNTERS.get(device)
-    if buf is None or buf.numel() < _CNT_TILES + n_tiles:
-        size = _CNT_TILES + max(n_tiles, 4096)
+    if buf is None or buf.numel() < _CNT_TILES + n_tiles * 32:
+        size = _CNT_TILES + max(n_tiles, 1024) * 32
         if buf is not None:
             size = max(size, 2 * buf.numel())
         buf = torch.zeros(size, dtype=torch.int32, device=device)
@@ -745,10 +952,18 @@ def _stage_sizes(m: int, cfg: Config) -> dict[str, int]:
         "P": both(_cdiv(m, pm) * _cdiv(D_IOU, pn), _cdiv(m, pm) * _cdiv(D_HYP, pn)),
         "O": both(_cdiv(D_IOU, on), _cdiv(D_HYP, on)),
         "Q": both(
-            _cdiv(m, qm) * _cdiv(D_IOU, qn), _cdiv(m, qm) * _cdiv(D_HYP, qn), _cdiv(D_IOU, qks), _cdiv(D_HYP, qks)
+            _cdiv(m, qm) * _cdiv(D_IOU, qn),
+            _cdiv(m, qm) * _cdiv(D_HYP, qn),
+            _cdiv(D_IOU, qks),
+            _cdiv(D_HYP, qks),
         ),
         "R": both(_cdiv(D_IOU, rm) * _cdiv(D_IOU, rn), _cdiv(D_HYP, rm) * _cdiv(D_HYP, rn)),
-        "T": both(_cdiv(m, tm) * _cdiv(C_IN, tn), _cdiv(m, tm) * _cdiv(C_IN, tn), _cdiv(D_IOU, tks), _cdiv(D_HYP, tks)),
+        "T": both(
+            _cdiv(m, tm) * _cdiv(C_IN, tn),
+            _cdiv(m, tm) * _cdiv(C_IN, tn),
+            _cdiv(D_IOU, tks),
+            _cdiv(D_HYP, tks),
+        ),
         "S": both(_cdiv(D_IOU, sm) * _cdiv(C_IN, sn), _cdiv(D_HYP, sm) * _cdiv(C_IN, sn)),
     }
 
@@ -759,8 +974,18 @@ def _check(t: torch.Tensor, name: str) -> torch.Tensor:
     return t if t.is_contiguous() else t.contiguous()
 
 
-def launch(inputs: list[torch.Tensor], outputs: list[torch.Tensor], cfg: Config) -> None:
-    """Inputs and outputs in definition order (36 and 14 tensors); writes every output element."""
+def n_items(m: int, cfg: Config) -> int:
+    """Programs (work items) of one launch."""
+    return sum(_stage_sizes(m, cfg).values())
+
+
+def launch(
+    inputs: list[torch.Tensor], outputs: list[torch.Tensor], cfg: Config, trace: torch.Tensor | None = None
+) -> None:
+    """Inputs and outputs in definition order (36 and 14 tensors); writes every output element.
+
+    trace: an int64 tensor of n_items(m, cfg) * 6 elements makes a TRACE build record per item (tune.py).
+    """
     (
         g_iou,
         g_hyp,
@@ -803,20 +1028,28 @@ def launch(inputs: list[torch.Tensor], outputs: list[torch.Tensor], cfg: Config)
     ws_qp = torch.empty(max(1, nq * _cdiv(D_IOU, qks) * qm * qn), dtype=torch.float32, device=device)
     tp_elems = 1 if cfg.t_atomic else nt * _cdiv(D_IOU, tks) * tm * tn
     ws_tp = torch.empty(max(1, tp_elems), dtype=torch.float32, device=device)
+    ws_cs2 = torch.empty(_cdiv(m, cfg.p[0]) * 2048, dtype=torch.float32, device=device)
+    ws_cs1 = torch.empty(_cdiv(m, qm) * 2048, dtype=torch.float32, device=device)
+    single_k = cfg.single_k and m <= min(cfg.r[2], cfg.s[2])  # else the chunked K loops (any M)
     buf = _counters(device, nq + nt)
     par = _PARITY.get(device, 0)
     _PARITY[device] = 1 - par
-    n_items = sum(_stage_sizes(m, cfg).values())
-    _fused_bwd_kernel[(n_items,)](
+    grid = (n_items(m, cfg),)
+    if trace is not None and trace.numel() < grid[0] * 6:
+        raise ValueError(f"trace: needs {grid[0] * 6} int64 elements, got {trace.numel()}")
+    _fused_bwd_kernel[grid](
         *ins,
         *outputs,
         ws_d2,
         ws_d1,
         ws_qp,
         ws_tp,
+        ws_cs2,
+        ws_cs1,
         buf[par * _HDR :],
         buf[(1 - par) * _HDR :],
         buf[_CNT_TILES:],
+        buf if trace is None else trace,
         m,
         PM=cfg.p[0],
         PN=cfg.p[1],
@@ -839,10 +1072,15 @@ def launch(inputs: list[torch.Tensor], outputs: list[torch.Tensor], cfg: Config)
         Q_RECOMP=cfg.q_recompute,
         PRE=cfg.prefetch,
         T_ATOMIC=cfg.t_atomic,
+        SINGLE_K=single_k,
         ORDER=cfg.order_code(),
         PREC=cfg.precision,
+        NW=cfg.num_warps,
+        POLL1=cfg.poll_one,
+        TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
+        **({} if cfg.maxnreg is None else {"maxnreg": cfg.maxnreg}),
     )
 
 

@@ -1,16 +1,27 @@
-"""H200 sweep for 074 triton_fused: correctness and latency of kernel variants on the 16 official workloads.
+"""H200 sweep for 074 triton_fused: correctness and official-protocol latency of kernel variants.
 
     python solutions/074_sam_hq_mask_decoder_iou_hypernetwork_fusion_backward/triton_fused/tune.py --out DIR
 
-Per workload (inputs from harness.inputs.gen_inputs after torch.manual_seed(200), in file order): the fp32
-reference (TF32 off, as the official evaluator runs it), then for every variant: one call on NaN-poisoned
-outputs checked with harness.correctness.compute_error_stats (min matched ratio over the 14 outputs and the
-worst |err| / (atol + rtol |ref|)), then 10 warm-up and 50 timed calls, each after zeroing a 2 x L2 int8
-buffer, timed with CUDA events around the call; the median is reported, and the geomean over workloads.
---rounds N repeats the correctness check on N fresh inputs per workload (the official evaluator uses 10).
-Writes DIR/tune_074.json and prints a table. Variants are `kernel.Config`s (tile sizes per stage,
-num_warps, num_stages, precision, launches); add or pick them with --variants. --smoke runs a tiny version
-on the CPU (interpreter, 2 workloads cut to M <= 4, no timing) to check the script itself.
+Per variant (`kernel.Config`, pick with --variants): one compile call, then correctness on every official
+workload (--rounds fresh inputs each, from harness.inputs.gen_inputs after torch.manual_seed(200); outputs
+NaN-poisoned before the call; harness.correctness.compute_error_stats per output against the fp32 reference
+with TF32 off, as the official evaluator runs it), then the latency of the workloads chosen with --time
+(default: the first workload of each distinct M) measured the way the leaderboard does:
+harness.timing.time_runnable(..., warmup=10, iterations=50, timer="cupti") (GPU span of the call's kernels,
+a fresh input address per call, L2 flushed before each call; the median is reported) and the geomean over
+the timed workloads. --trace V1,V2 also records an in-kernel timeline (a TRACE build: per item, the
+globaltimer at start and end, SM cycles to the end of its wait and to its end) on the --trace-workloads and
+summarises it per stage. DIR/tune_074.json is rewritten after every variant (a run cut short keeps what it
+has); --budget-s stops starting new variants after that many seconds. --select PATH writes a copy of
+kernel.py whose CONFIG_TABLE holds, per M band (BANDS), the passing variant with the smallest geomean over
+the band's timed workloads: copy it over kernel.py and run the official harness on it in the same call, e.g.
+
+    python $D/tune.py --out $OUT --variants s1,s3,b1 --rounds 1 --select $OUT/kernel_selected.py
+    cp $OUT/kernel_selected.py $D/kernel.py
+    python -m harness.cli run 074 --solution $D --no-reference -o $OUT/t074.jsonl
+
+--smoke runs a tiny version on the CPU (interpreter, 2 workloads cut to M <= 4, no timing) to check the
+script itself.
 """
 
 from __future__ import annotations
@@ -36,49 +47,57 @@ sys.path.insert(0, str(ROOT))
 from harness.correctness import compute_error_stats  # noqa: E402
 from harness.inputs import allocate_outputs, gen_inputs, resolve_axes  # noqa: E402
 from harness.tasks import load_module, load_task  # noqa: E402
+from harness.timing import time_runnable  # noqa: E402
 
 TASK = "074_sam_hq_mask_decoder_iou_hypernetwork_fusion_backward"
 kernel = load_module(Path(__file__).with_name("kernel.py"), "_tune074_kernel")
 Config = kernel.Config
+R = dataclasses.replace
+# Small M (<= ~131): Q waits for P and prefetches its W_hid tile (one K range per item, 4 splits for the
+# IoU MLP), T prefetches W_in and adds into dx atomically, R and S take all of K = M <= 128 in one chunk
+# (their operand B loaded before they wait). O (independent) right after P.
+_SMALL = Config(
+    p=(64, 64),
+    o=(64, 64),
+    q=(64, 64, 256, 256),
+    r=(64, 128, 128),
+    t=(64, 64, 256, 256),
+    s=(64, 64, 128),
+    q_recompute=False,
+    single_k=True,
+    order="POQRTS",
+)
+# Large M: 128-row tiles, chunked K loops everywhere, 2 K splits for the IoU MLP's Q and T.
+_BIG = Config(
+    p=(64, 128),
+    o=(64, 64),
+    q=(128, 64, 512, 32),
+    r=(128, 128, 32),
+    t=(128, 128, 512, 32),
+    s=(128, 64, 32),
+    q_recompute=False,
+    prefetch=False,
+    single_k=False,
+    order="POQRTS",
+)
 
 VARIANTS: dict[str, Config] = {
-    "base": kernel.DEFAULT_CONFIG,  # fp16 operands, 1 launch, 64x64 tiles, 4 warps, 3 stages
-    "2launch": Config(launches=2),
-    "3launch": Config(launches=3),
-    "small_m": Config(p=(32, 128), q=(32, 64, 32), t=(32, 64, 32)),
-    "w8_big": Config(
-        p=(64, 256), q=(64, 128, 32), r=(128, 128, 32), t=(64, 128, 32), s=(128, 128, 32), num_warps=8
-    ),
-    "w8_huge": Config(
-        p=(64, 256), q=(64, 128, 32), r=(128, 256, 32), t=(64, 128, 32), s=(128, 128, 32), num_warps=8
-    ),
-    "k64": Config(q=(64, 64, 64), r=(64, 64, 64), t=(64, 64, 64), s=(64, 64, 64), num_stages=2),
-    "tf32rn": Config(precision="tf32rn"),  # TF32 rounded to nearest in registers (same numbers as base)
-    "tf32": Config(precision="tf32"),  # raw fp32 bits to the tensor core (truncation): expected to fail
-    "tf32x3": Config(precision="tf32x3"),  # ~fp32 accuracy at 3x the MMA work
+    "s1": _SMALL,
+    "s2": R(_SMALL, order="PQRTSO"),  # O last (run 2's order)
+    "s3": R(_SMALL, r=(64, 128, 64), s=(64, 64, 64)),  # one chunk only up to M = 64
+    "b1": _BIG,
+    "b2": R(_BIG, order="OPQRTS"),
+    "b3": R(_BIG, q=(128, 64, 256, 32), t=(128, 128, 256, 32)),  # 4 K splits
+    "s1_pall": R(_SMALL, poll_one=False),
+    "b1_pall": R(_BIG, poll_one=False),
+    # run 2 (2026-11-29), for the record: O last, every thread polled, counters packed in one line
+    "r2_s_r64": R(_SMALL, r=(64, 128, 64), s=(64, 64, 64), order="PQRTSO"),
+    "r2_b_ks512": R(_BIG, order="PQRTSO"),
+    "tf32rn": R(_SMALL, precision="tf32rn"),  # same numbers as fp16 operands
+    "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
 }
-DEFAULT_VARIANTS = ["base", "3launch", "small_m", "w8_big", "w8_huge", "k64", "tf32rn", "tf32"]
-WARMUP = 10
-ITERS = 50
-
-
-def time_ms(fn, flush: torch.Tensor | None) -> float:
-    """Median of ITERS calls, each after an L2 flush, CUDA events around the call only."""
-    if flush is None:  # --smoke: no GPU, no timing
-        fn()
-        return 1e-3
-    for _ in range(WARMUP):
-        flush.zero_()
-        fn()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(ITERS)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(ITERS)]
-    for i in range(ITERS):
-        flush.zero_()
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
+DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
+STAGE_NAMES = "POQRTS"
 
 
 def check(outs, refs, names, tolerance, prev: dict | None = None) -> dict:
@@ -103,21 +122,101 @@ def check(outs, refs, names, tolerance, prev: dict | None = None) -> dict:
     }
 
 
+def trace_summary(rec: torch.Tensor, n: int) -> dict:
+    """Per-stage timeline (us from the first item's start) of one TRACE launch: rec is [n, 6] int64."""
+    rec = rec[:n].cpu()
+    g0, g1, cw, ce, meta = rec[:, 0], rec[:, 1], rec[:, 2], rec[:, 3], rec[:, 4]
+    base = int(g0.min())
+    span = (int(g1.max()) - base) / 1e3
+    stages = {}
+    for st in range(6):
+        sel = (meta % 16) == st
+        if not bool(sel.any()):
+            continue
+        s0 = (g0[sel] - base).double() / 1e3
+        s1 = (g1[sel] - base).double() / 1e3
+        wait_frac = (cw[sel].double() / ce[sel].clamp(min=1).double()).median()
+        stages[STAGE_NAMES[st]] = {
+            "items": int(sel.sum()),
+            "first_start_us": round(float(s0.min()), 2),
+            "last_start_us": round(float(s0.max()), 2),
+            "median_start_us": round(float(s0.median()), 2),
+            "first_end_us": round(float(s1.min()), 2),
+            "median_end_us": round(float(s1.median()), 2),
+            "last_end_us": round(float(s1.max()), 2),
+            "median_dur_us": round(float((s1 - s0).median()), 2),
+            "max_dur_us": round(float((s1 - s0).max()), 2),
+            "median_wait_frac": round(float(wait_frac), 3),
+            "median_cycles": int(ce[sel].median()),
+        }
+    sms = ((meta // 256) % 1024).unique().numel()
+    return {"span_us": round(span, 2), "sms_used": int(sms), "stages": stages}
+
+
+BANDS = [(96, (64,)), (192, (128, 131)), (384, (256,)), (1 << 62, (449, 512))]
+"""CONFIG_TABLE bands: (largest M, the official M values whose latencies pick the band's variant)."""
+
+
+def select_table(report: dict, ms: list[int]) -> list[tuple[int, str]]:
+    """Per band, the passing variant with the smallest geomean latency over the band's official workloads."""
+    table = []
+    for max_m, band in BANDS:
+        best, best_score = None, math.inf
+        for name, res in report["variants"].items():
+            if not res.get("passed"):
+                continue
+            logs = []
+            for row in res["workloads"].values():
+                if row["M"] in band and "median_us" in row:
+                    logs.append((math.log(row["median_us"]), ms.count(row["M"])))
+            if not logs:
+                continue
+            score = sum(lg * n for lg, n in logs) / sum(n for _, n in logs)
+            if score < best_score:
+                best, best_score = name, score
+        if best is not None:
+            if table and table[-1][1] == best:
+                table[-1] = (max_m, best)
+            else:
+                table.append((max_m, best))
+    if not table:
+        raise SystemExit("--select: no variant passed")
+    table[-1] = (1 << 62, table[-1][1])
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for tune_074.json")
     parser.add_argument(
-        "--rounds", type=int, default=3, help="correctness rounds (fresh inputs) per workload"
+        "--rounds", type=int, default=2, help="correctness rounds (fresh inputs) per workload"
     )
     parser.add_argument("--smoke", action="store_true", help="CPU check of this script (interpreter)")
     parser.add_argument(
         "--variants", default=",".join(DEFAULT_VARIANTS), help=f"comma-separated, from {list(VARIANTS)}"
     )
+    parser.add_argument(
+        "--time", default="distinct", help="workload indices to time: 'distinct', 'all' or 0,2,.."
+    )
+    parser.add_argument("--trace", default="", help="variants to trace (TRACE builds), comma-separated")
+    parser.add_argument(
+        "--trace-workloads", default="", help="workload indices to trace (default: min and max M)"
+    )
+    parser.add_argument(
+        "--budget-s", type=float, default=1e9, help="start no new variant after this many seconds"
+    )
+    parser.add_argument(
+        "--select",
+        type=Path,
+        default=None,
+        help="write kernel.py with CONFIG_TABLE set to the fastest passing variant per M band to this path",
+    )
     args = parser.parse_args()
     names = [v for v in args.variants.split(",") if v]
-    unknown = [v for v in names if v not in VARIANTS]
+    traced = [v for v in args.trace.split(",") if v]
+    unknown = [v for v in names + traced if v not in VARIANTS]
     if unknown:
-        parser.error(f"--variants: unknown {unknown}; known: {list(VARIANTS)}")
+        parser.error(f"unknown variants {unknown}; known: {list(VARIANTS)}")
     if not args.smoke and not torch.cuda.is_available():
         parser.error("needs a CUDA GPU (or --smoke)")
 
@@ -126,122 +225,183 @@ def main() -> None:
     out_names = list(task.definition.outputs)
     workloads = task.workloads
     if args.smoke:
-        device, flush, l2_bytes = "cpu", None, 0
+        device = "cpu"
         workloads = [
             w.model_copy(update={"axes": {"batch_size": 1, "point_batch_size": 3}}) for w in workloads[:2]
         ]
         big = dict(
-            p=(64, 256), o=(256, 64), q=(64, 128, 64), r=(256, 256, 64), t=(64, 256, 64), s=(256, 256, 64)
+            p=(64, 256),
+            o=(256, 64),
+            q=(64, 128, 256, 256),
+            r=(256, 256, 64),
+            t=(64, 256, 256, 256),
+            s=(256, 256, 64),
         )
         for v in names:  # fewer, larger tiles: the interpreter runs programs one by one
-            VARIANTS[v] = dataclasses.replace(VARIANTS[v], **big)
+            VARIANTS[v] = dataclasses.replace(VARIANTS[v], **big, prefetch=True)
+        traced = []
     else:
         torch.backends.cuda.matmul.allow_tf32 = False  # the reference as the official evaluator runs it
         device = "cuda"
-        props = torch.cuda.get_device_properties(device)
-        l2_bytes = getattr(props, "L2_cache_size", 50 * 2**20)
-        flush = torch.empty(2 * l2_bytes, dtype=torch.int8, device=device)
+    ms = [resolve_axes(task.definition, w) for w in workloads]
+    ms = [a["batch_size"] * a["point_batch_size"] for a in ms]
+    if args.time == "all":
+        timed = list(range(len(workloads)))
+    elif args.time == "distinct":
+        timed = sorted({m: i for i, m in reversed(list(enumerate(ms)))}.values())
+    else:
+        timed = [int(i) for i in args.time.split(",") if i]
+    trace_wl = [int(i) for i in args.trace_workloads.split(",") if i] or sorted(
+        {ms.index(min(ms)), ms.index(max(ms))}
+    )
 
     def sync() -> None:
         if device == "cuda":
             torch.cuda.synchronize()
 
-    # compile every variant once up front (reported separately from the sweep)
-    compile_s = {}
-    first = workloads[0]
-    torch.manual_seed(0)
-    warm_args = gen_inputs(task.definition, first, device=device)
-    warm_outs = allocate_outputs(task.definition, resolve_axes(task.definition, first), device=device)
-    for v in names:
-        t0 = time.time()
-        kernel.launch(warm_args, warm_outs, VARIANTS[v])
-        sync()
-        compile_s[v] = time.time() - t0
-
+    # inputs and fp32 references, once per workload and round (shared by every variant)
     torch.manual_seed(200)
-    rows = []
+    cases = []
     for w in workloads:
-        axes = resolve_axes(task.definition, w)
-        m = axes["batch_size"] * axes["point_batch_size"]
-        row = {"uuid": w.uuid, "axes": dict(w.axes), "M": m, "atol": w.tolerance.max_atol, "variants": {}}
-        for _ in range(max(1, args.rounds)):  # fresh inputs each round; the last round's are timed
+        rounds = []
+        for _ in range(max(1, args.rounds)):
             inputs = gen_inputs(task.definition, w, device=device)
-            refs = task.reference(*inputs)
-            for v in names:
-                outs = allocate_outputs(task.definition, axes, device=device)
-                for o in outs:
-                    o.fill_(float("nan"))
-                kernel.launch(inputs, outs, VARIANTS[v])
-                sync()
-                row["variants"][v] = check(outs, refs, out_names, w.tolerance, row["variants"].get(v))
-        for v in names:
-            cfg = VARIANTS[v]
-            outs = allocate_outputs(task.definition, axes, device=device)
-            row["variants"][v]["median_ms"] = time_ms(
-                lambda i=inputs, o=outs, c=cfg: kernel.launch(i, o, c), flush
-            )
-        rows.append(row)
+            rounds.append((inputs, task.reference(*inputs)))
+        cases.append(rounds)
+    sync()
 
-    geomean = {
-        v: math.exp(statistics.fmean(math.log(r["variants"][v]["median_ms"]) for r in rows)) for v in names
-    }
-
-    def best_of(r: dict) -> str:  # the fastest variant that passed (the fastest overall if none did)
-        ok = [v for v in names if r["variants"][v]["passed"]] or names
-        return min(ok, key=lambda v: r["variants"][v]["median_ms"])
-
-    best = [best_of(r) for r in rows]
-    oracle = math.exp(
-        statistics.fmean(math.log(r["variants"][b]["median_ms"]) for r, b in zip(rows, best, strict=True))
-    )
-
-    head = f"{'#':>2} {'M':>5} " + " ".join(f"{v:>10}" for v in names) + "  best       worst err/allowed"
-    print(head)
-    for i, (r, b) in enumerate(zip(rows, best, strict=True), 1):
-        cells = []
-        for v in names:
-            res = r["variants"][v]
-            mark = "" if res["passed"] else "!"
-            cells.append(f"{res['median_ms'] * 1e3:>9.1f}{mark or ' '}")
-        worst = max(r["variants"][v]["worst_ratio"] for v in names)
-        print(f"{i:>2} {r['M']:>5} " + " ".join(cells) + f"  {b:<10} {worst:.2f}")
-    print(
-        "geomean us " + " ".join(f"{geomean[v] * 1e3:>10.2f}" for v in names) + f"  oracle {oracle * 1e3:.2f}"
-    )
-    print(
-        "min matched "
-        + " ".join(f"{min(r['variants'][v]['min_matched'] for r in rows):>10.5f}" for v in names)
-    )
-    print(
-        "worst ratio "
-        + " ".join(f"{max(r['variants'][v]['worst_ratio'] for r in rows):>10.3f}" for v in names)
-    )
-    print("compile s  " + " ".join(f"{compile_s[v]:>10.1f}" for v in names))
-    print(
-        f"(times in us; '!' = failed the official rule in one of {args.rounds} rounds; "
-        "worst ratio = max |err| / (atol + rtol |ref|); best = fastest passing)"
-    )
-
-    args.out.mkdir(parents=True, exist_ok=True)
     report = {
         "task": TASK,
         "device": torch.cuda.get_device_name(device) if device == "cuda" else "cpu (smoke)",
         "rounds": args.rounds,
         "torch": torch.__version__,
         "triton": __import__("triton").__version__,
-        "method": f"CUDA events, L2 flush ({2 * l2_bytes} B int8 zeroed) before each call, "
-        f"{WARMUP} warm-up, {ITERS} timed, median",
-        "variants": {v: dataclasses.asdict(VARIANTS[v]) for v in names},
-        "compile_s": compile_s,
-        "geomean_ms": geomean,
-        "oracle_geomean_ms": oracle,
-        "best_per_workload": best,
-        "workloads": rows,
-        "wall_s": time.time() - t_start,
+        "method": "harness.timing.time_runnable(timer='cupti', warmup=10, iterations=50): median GPU span",
+        "timed_workloads": timed,
+        "M": ms,
+        "variants": {},
+        "traces": {},
     }
     path = args.out / "tune_074.json"
-    path.write_text(json.dumps(report, indent=2))
-    print(f"wrote {path} ({report['wall_s']:.0f} s)")
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        report["wall_s"] = time.time() - t_start
+        path.write_text(json.dumps(report, indent=1))
+
+    for v in names:
+        if time.time() - t_start > args.budget_s:
+            print(f"budget: skipping {v}", flush=True)
+            continue
+        cfg = VARIANTS[v]
+        res = {"config": dataclasses.asdict(cfg), "workloads": {}}
+        w0 = workloads[0]
+        outs = allocate_outputs(task.definition, resolve_axes(task.definition, w0), device=device)
+        t0 = time.time()
+        try:
+            kernel.launch(cases[0][0][0], outs, cfg)
+            sync()
+        except Exception as e:  # noqa: BLE001 - report and go on with the next variant
+            res["error"] = f"{type(e).__name__}: {e}"[-2000:]
+            print(f"{v}: {res['error']}", flush=True)
+            report["variants"][v] = res
+            save()
+            continue
+        res["compile_s"] = round(time.time() - t0, 2)
+        for i, w in enumerate(workloads):
+            axes = resolve_axes(task.definition, w)
+            row = None
+            for inputs, refs in cases[i]:
+                outs = allocate_outputs(task.definition, axes, device=device)
+                for o in outs:
+                    o.fill_(float("nan"))
+                kernel.launch(inputs, outs, cfg)
+                sync()
+                row = check(outs, refs, out_names, w.tolerance, row)
+            row["M"] = ms[i]
+            if i in timed and device == "cuda":
+                inputs = cases[i][-1][0]
+                outs = allocate_outputs(task.definition, axes, device=device)
+                stats = time_runnable(
+                    lambda *a, c=cfg: kernel.launch(list(a[:36]), list(a[36:]), c),
+                    inputs,
+                    outs,
+                    device=device,
+                    warmup=10,
+                    iterations=50,
+                    timer="cupti",
+                )
+                row["median_us"] = round(stats.median_ms * 1e3, 2)
+                row["p20_us"] = round(stats.p20_ms * 1e3, 2)
+                row["p80_us"] = round(stats.p80_ms * 1e3, 2)
+            res["workloads"][i] = row
+        rows = res["workloads"].values()
+        res["passed"] = all(r["passed"] for r in rows)
+        res["min_matched"] = min(r["min_matched"] for r in rows)
+        res["worst_ratio"] = max(r["worst_ratio"] for r in rows)
+        lat = [r["median_us"] for r in rows if "median_us" in r]
+        res["geomean_us"] = math.exp(statistics.fmean(math.log(x) for x in lat)) if lat else None
+        report["variants"][v] = res
+        save()
+        cells = " ".join(f"M{r['M']}:{r['median_us']:.1f}" for r in rows if "median_us" in r)
+        gm = f"{res['geomean_us']:.2f}" if res["geomean_us"] else "-"
+        print(
+            f"{v:12s} pass={res['passed']} min_matched={res['min_matched']:.5f} worst={res['worst_ratio']:.3f} "
+            f"compile={res['compile_s']}s geomean={gm} us | {cells}  [{time.time() - t_start:.0f}s]",
+            flush=True,
+        )
+
+    for v in traced:
+        if time.time() - t_start > args.budget_s:
+            print(f"budget: skipping trace of {v}", flush=True)
+            continue
+        cfg = VARIANTS[v]
+        flush = torch.empty(
+            2 * torch.cuda.get_device_properties(device).L2_cache_size, dtype=torch.int8, device=device
+        )
+        for i in trace_wl:
+            inputs = cases[i][-1][0]
+            axes = resolve_axes(task.definition, workloads[i])
+            outs = allocate_outputs(task.definition, axes, device=device)
+            n = kernel.n_items(ms[i], cfg)
+            rec = torch.zeros(n * 6, dtype=torch.int64, device=device)
+            runs = []
+            for k in range(7):
+                flush.zero_()
+                kernel.launch(inputs, outs, cfg, trace=rec)
+                sync()
+                if k >= 2:
+                    runs.append(trace_summary(rec.view(-1, 6), n))
+            runs.sort(key=lambda r: r["span_us"])
+            med = runs[len(runs) // 2]
+            med["spans_us"] = [r["span_us"] for r in runs]
+            ok = check(outs, cases[i][-1][1], out_names, workloads[i].tolerance)
+            med["passed"] = ok["passed"]
+            report["traces"][f"{v}/M{ms[i]}"] = med
+            save()
+            print(
+                f"trace {v} M={ms[i]}: spans {med['spans_us']} us, SMs {med['sms_used']}, pass {ok['passed']}"
+            )
+            for st, d in med["stages"].items():
+                print(
+                    f"   {st}: n={d['items']:4d} start {d['first_start_us']:6.2f}..{d['last_start_us']:6.2f} "
+                    f"end {d['first_end_us']:6.2f}/{d['median_end_us']:6.2f}/{d['last_end_us']:6.2f} "
+                    f"dur med {d['median_dur_us']:5.2f} max {d['max_dur_us']:5.2f} wait {d['median_wait_frac']:.2f}",
+                    flush=True,
+                )
+    save()
+    print(f"wrote {path} ({time.time() - t_start:.0f} s)")
+    if args.select is not None:
+        table = select_table(report, ms)
+        src = Path(kernel.__file__).read_text()
+        begin = src.index("CONFIG_TABLE: list[tuple[int, Config]] = [")
+        stop = src.index("\n]\n", begin) + 2  # the table ends with a "]" line
+        lines = ["CONFIG_TABLE: list[tuple[int, Config]] = ["]
+        for max_m, name in table:
+            lines.append(f"    ({max_m}, {VARIANTS[name]!r}),  # tune.py variant {name!r}")
+        lines.append("]")
+        args.select.write_text(src[:begin] + "\n".join(lines) + src[stop:])
+        print(f"selected {table}; wrote {args.select}")
 
 
 if __name__ == "__main__":
