@@ -511,6 +511,14 @@ def workloads_verify(task_names_given) -> None:
     show_default=True,
     help="Seconds for one solution x task subprocess.",
 )
+@click.option(
+    "--inputs",
+    "input_kind",
+    type=click.Choice(["generated", "stored"]),
+    default="generated",
+    show_default=True,
+    help="stored: every round uses workloads/<task>/<uuid>.safetensors (see `solbench workloads`).",
+)
 def run_cmd(
     task_names,
     solutions,
@@ -525,6 +533,7 @@ def run_cmd(
     gpu,
     shard,
     timeout_s,
+    input_kind,
 ) -> None:
     """Evaluate solutions the official way (one subprocess each, CUPTI timing) and score them.
 
@@ -541,6 +550,7 @@ def run_cmd(
         iterations=iterations,
         benchmark_reference=not no_reference,
         timeout_s=timeout_s,
+        inputs=input_kind,
     )
     passed = run_and_print(
         console, plans, options, gpu=gpu, convention=sol_convention, as_json=as_json, output=output

@@ -18,6 +18,7 @@ if not torch.cuda.is_available():  # before anything imports triton: kernels run
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import gc  # noqa: E402
 import importlib  # noqa: E402
 import math  # noqa: E402
@@ -180,7 +181,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--smoke", action="store_true", help="shrink var axes to min(v, 16) (CPU checks)")
     p.add_argument("--out", type=Path, default=None, help="also append the traces to this JSONL file")
     p.add_argument("--keep-staging", action="store_true")
-    return p.parse_args(argv)
+    p.add_argument(
+        "--inputs", choices=["generated", "stored"], default="generated", help="stored: workloads/ tensors"
+    )
+    args = p.parse_args(argv)
+    if args.inputs == "stored" and args.smoke:
+        p.error("--inputs stored: the stored tensors are full size; drop --smoke")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,6 +288,15 @@ class _Run:
     def timed(self) -> bool:
         return self.device != "cpu"
 
+    @functools.cached_property
+    def input_source(self) -> Callable | None:
+        """None: generated inputs (official); with --inputs stored, the workloads/ tensors of the task."""
+        if self.args.inputs != "stored":
+            return None
+        from harness.workloads import stored_input_source
+
+        return stored_input_source(self.task)
+
     def workload(self, workload: Workload) -> Trace:
         """The official per-workload sequence: correctness rounds, patch check, timing, thread check."""
         args, definition, device = self.args, self.task.definition, self.device
@@ -315,6 +331,7 @@ class _Run:
                 device=device,
                 rounds=args.rounds,
                 after_first_call=after_first_call,
+                input_source=self.input_source,
             )
         except RewardHackDetected as exc:
             return trace(EvaluationStatus.REWARD_HACK, str(exc))

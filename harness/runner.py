@@ -297,6 +297,7 @@ class RunOptions:
     timeout_s: float = 600.0
     definitions_dir: Any = None  # Path of a definitions folder other than the project's
     keep_staging: bool = False
+    inputs: str = "generated"  # "stored": workloads/<task>/<uuid>.safetensors (harness.workloads)
 
     def argv(self) -> list[str]:
         from pathlib import Path
@@ -313,6 +314,8 @@ class RunOptions:
             args += ["--definitions", str(Path(self.definitions_dir).resolve())]
         if self.keep_staging:
             args.append("--keep-staging")
+        if self.inputs != "generated":
+            args += ["--inputs", self.inputs]
         return args
 
 

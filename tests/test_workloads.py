@@ -319,3 +319,16 @@ def test_cli_check_stored_refuses_smoke():
 def test_cli_workloads_help():
     result = CliRunner().invoke(main, ["workloads", "regenerate", "--help"])
     assert result.exit_code == 0 and "--max-gb" in result.output and "--device" in result.output
+
+
+def test_run_hands_stored_inputs_to_the_driver():
+    """`solbench run --inputs stored` reaches the evaluation subprocess; with --smoke it is refused."""
+    from harness.evaluate import parse_args
+    from harness.runner import RunOptions
+
+    assert RunOptions(inputs="stored").argv()[-2:] == ["--inputs", "stored"]
+    assert "--inputs" not in RunOptions().argv()
+    assert parse_args(["--task", "x", "--solution", "s", "--inputs", "stored"]).inputs == "stored"
+    assert parse_args(["--task", "x", "--solution", "s"]).inputs == "generated"
+    with pytest.raises(SystemExit):
+        parse_args(["--task", "x", "--solution", "s", "--inputs", "stored", "--smoke"])
