@@ -269,32 +269,31 @@ def _notes(notes) -> None:
         console.print(f"[yellow]note[/yellow] {note}", highlight=False)
 
 
-def _pack_options(out_help: str):
-    """-o/--out and --target, shared by pack and submit."""
+def _out_option(default: str, help_text: str):
+    """-o/--out DIRECTORY, shared by pack, submit, export and import."""
+    return click.option(
+        "-o",
+        "--out",
+        "out_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path(default),
+        show_default=True,
+        help=help_text,
+    )
 
-    def decorate(fn):
-        fn = click.option(
-            "--target",
-            type=click.Choice(["B200", "LOCAL"]),
-            default=None,
-            help="Replace the target_hardware list (default: solution.yaml's).",
-        )(fn)
-        return click.option(
-            "-o",
-            "--out",
-            "out_dir",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=Path("dist"),
-            show_default=True,
-            help=out_help,
-        )(fn)
 
-    return decorate
+_target_option = click.option(
+    "--target",
+    type=click.Choice(["B200", "LOCAL"]),
+    default=None,
+    help="Replace the target_hardware list (default: solution.yaml's).",
+)
 
 
 @main.command(name="pack")
 @click.argument("solution_dir", type=click.Path(file_okay=False, path_type=Path))
-@_pack_options("Writes <out>/<definition>/<solution>/solution.json (+ .sha256).")
+@_out_option("dist", "Writes <out>/<definition>/<solution>/solution.json (+ .sha256).")
+@_target_option
 def pack_cmd(solution_dir, out_dir, target) -> None:
     """Check SOLUTION_DIR and write the official solution.json with every source inlined."""
     from harness.package import pack as pack_solution
@@ -306,7 +305,8 @@ def pack_cmd(solution_dir, out_dir, target) -> None:
 
 @main.command(name="submit")
 @click.argument("solution_dir", type=click.Path(file_okay=False, path_type=Path))
-@_pack_options("Where the packed solution.json and summary.json go.")
+@_out_option("dist", "Where the packed solution.json and summary.json go.")
+@_target_option
 @click.option("--json", "as_json", is_flag=True, help="One official-layout trace per workload on stdout.")
 def submit_cmd(solution_dir, out_dir, target, as_json) -> None:
     """Pack SOLUTION_DIR, run the full evaluation of the packed JSON, write summary.json beside it."""
@@ -363,15 +363,7 @@ def _print_submission(summary: dict) -> None:
 
 @main.command(name="export")
 @click.argument("task_name", metavar="TASK")
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("dist/official"),
-    show_default=True,
-    help="Writes <out>/<task name>/ (definition.json, reference.py, workload.jsonl).",
-)
+@_out_option("dist/official", "Writes <out>/<task name>/ (definition.json, reference.py, workload.jsonl).")
 @click.option(
     "--with-tensors",
     is_flag=True,
@@ -389,15 +381,7 @@ def export_cmd(task_name, out_dir, with_tensors) -> None:
 
 @main.command(name="import")
 @click.argument("official_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("definitions"),
-    show_default=True,
-    help="Definitions folder; the reference goes to its sibling references/.",
-)
+@_out_option("definitions", "Definitions folder; the reference goes to its sibling references/.")
 @click.option("--force", is_flag=True, help="Overwrite an existing definition YAML or reference module.")
 def import_cmd(official_dir, out_dir, force) -> None:
     """Read an official problem folder into definitions/<name>.yaml + references/<name>.py."""
