@@ -12,7 +12,7 @@ import enum
 import json
 import keyword
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -22,22 +22,6 @@ from harness.errors import SchemaError
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 NonNegInt = Annotated[int, Field(ge=0)]
 
-#: Official dtype strings (no unsigned types). float64 is accepted in files but cannot be drawn at random.
-DTYPES = (
-    "float64",
-    "float32",
-    "float16",
-    "bfloat16",
-    "float8_e4m3fn",
-    "float8_e5m2",
-    "float4_e2m1",
-    "float4_e2m1fn_x2",
-    "int64",
-    "int32",
-    "int16",
-    "int8",
-    "bool",
-)
 DType = Literal[
     "float64",
     "float32",
@@ -53,6 +37,8 @@ DType = Literal[
     "int8",
     "bool",
 ]
+#: Official dtype strings (no unsigned types). float64 is accepted in files but cannot be drawn at random.
+DTYPES: tuple[str, ...] = get_args(DType)
 
 
 class OfficialModel(BaseModel):
