@@ -985,20 +985,7 @@ def run(
     output_queries, output_keys,
 ):  # fmt: skip
     """Destination-passing entry point: every input in definition order, then both outputs."""
-    inputs = [
-        queries, keys, query_point_embedding, key_point_embedding,
-        self_attn_q_weight, self_attn_q_bias, self_attn_k_weight, self_attn_k_bias,
-        self_attn_v_weight, self_attn_v_bias, self_attn_out_weight, self_attn_out_bias,
-        layer_norm1_weight, layer_norm1_bias,
-        cross_t2i_q_weight, cross_t2i_q_bias, cross_t2i_k_weight, cross_t2i_k_bias,
-        cross_t2i_v_weight, cross_t2i_v_bias, cross_t2i_out_weight, cross_t2i_out_bias,
-        layer_norm2_weight, layer_norm2_bias,
-        mlp_lin1_weight, mlp_lin1_bias, mlp_lin2_weight, mlp_lin2_bias,
-        layer_norm3_weight, layer_norm3_bias,
-        cross_i2t_q_weight, cross_i2t_q_bias, cross_i2t_k_weight, cross_i2t_k_bias,
-        cross_i2t_v_weight, cross_i2t_v_bias, cross_i2t_out_weight, cross_i2t_out_bias,
-        layer_norm4_weight, layer_norm4_bias,
-        skip_first_layer_pe,
-    ]  # fmt: skip
+    arguments = list(locals().values())  # the parameters above, in order
+    inputs, outputs = arguments[:-2], arguments[-2:]
     cfg = DEFAULT_CONFIG if queries.is_cuda else replace(DEFAULT_CONFIG, grid=1)
-    launch(inputs, [output_queries, output_keys], cfg)
+    launch(inputs, outputs, cfg)
