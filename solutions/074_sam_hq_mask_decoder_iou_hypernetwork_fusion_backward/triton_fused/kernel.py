@@ -35,6 +35,13 @@ program polls its counter with one thread (`poll_one`), and every counter sits i
 so hundreds of waiting programs do not swamp the L2 slice that also serves the producers' increments.
 Under TRITON_INTERPRET=1 programs run one after another in ticket order, so no wait ever spins.
 
+Options (Config): `q_atomic`: Q items apply the H1 mask to their split-K partial and add it into an fp32 D1
+(zeroed by the P tiles, which Q waits for) with relaxed atomics, then signal; T/S wait for every Q item;
+P also zeroes dx (T adds into it) and S takes db_in from the column sums of the D1 it loads. `cvt`: stage P
+makes fp16 copies of operands that K loops re-read after a wait: H1r ("h") and X ("x") tile by tile in the
+P tiles, W_hid ("w") and W_in ("i") in extra P items (`cvt_block` elements each) that count towards the
+P counter; R and Q wait for P directly, T and S through Q. The copies are fp16 whatever the precision.
+
 The sync counters are double-buffered: call k uses set k % 2 and the program with ticket 0 zeroes the
 other set, which call k + 1 uses (launches on one stream run one after another). Per-tile counters are put
 back to zero by the last arriver. No output is accumulated into pre-existing contents: every element is
@@ -79,6 +86,8 @@ _CNT_TILES = 2 * _HDR
 _STAGES = "POQRTS"
 
 _PRECISIONS = ("fp16", "tf32rn", "tf32", "tf32x3", "ieee")
+_CVT = "wihx"  # operands stage P can convert to fp16 (Config.cvt)
+_CVE = 16384  # elements of a weight per conversion item (a contiguous block)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +110,13 @@ class Config:
     num_stages: int = 3
     maxnreg: int | None = 128  # register cap (128 at 8 warps: two programs per SM); None: the compiler's
     precision: str = "fp16"  # "fp16" | "tf32rn" | "tf32" | "tf32x3" | "ieee" (see _mma); fp32 accumulation
+    q_atomic: bool = False  # Q split items add their masked partials into an fp32 D1 (zeroed by P) with
+    # atomics and signal directly (no last-arriver round trip); dx is zeroed by P; db_in comes from S
+    cvt: str = ""  # fp16 copies made in stage P of operands that are re-read: "w" W_hid (Q loops), "i" W_in
+    # (T loops), "h" H1r (R loops), "x" X (S loops); used where the operand is loaded after the wait
+    cvt_block: int = 16384  # weight elements per conversion item ("w", "i": extra items of stage P)
+    rs_split: int = 1  # R and S K loops (K = M) split into this many M ranges per tile; the items add into
+    # dW_hid / dW_in (zeroed by extra P items, `cvt_block` elements each) with atomics; not with single_k
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -121,6 +137,16 @@ class Config:
             raise ValueError(
                 "Config: prefetch needs the Q chunk to equal the Q K range (without q_recompute)"
             )
+        if self.cvt_block & (self.cvt_block - 1) or not 1024 <= self.cvt_block <= 65536:
+            raise ValueError(f"Config.cvt_block: a power of two in [1024, 65536], got {self.cvt_block}")
+        if self.rs_split not in (1, 2, 4, 8, 16):
+            raise ValueError(f"Config.rs_split: 1, 2, 4, 8 or 16, got {self.rs_split}")
+        if self.q_recompute and self.rs_split > 1:
+            raise ValueError("Config: rs_split needs Q to wait for P (P zeroes dW_in, S waits for Q)")
+        if set(self.cvt) - set(_CVT) or len(set(self.cvt)) != len(self.cvt):
+            raise ValueError(f"Config.cvt: expected distinct letters of {_CVT!r}, got {self.cvt!r}")
+        if self.q_recompute and (self.q_atomic or set(self.cvt) & set("wix")):
+            raise ValueError("Config: q_atomic and cvt 'w', 'i', 'x' need Q to wait for P (not q_recompute)")
         if sorted(self.order) != sorted(_STAGES):
             raise ValueError(f"Config.order: expected a permutation of {_STAGES!r}, got {self.order!r}")
         pos = {c: i for i, c in enumerate(self.order)}
@@ -128,6 +154,19 @@ class Config:
         for a, b in deps:
             if pos[a] > pos[b]:
                 raise ValueError(f"Config.order: {a} must come before {b} (it waits for it)")
+
+    def flags(self, m: int) -> dict[str, bool | int]:
+        """The kernel's path switches for M rows: SINGLE_K and the conversions that take effect (an operand
+        is read from its fp16 copy only where it is loaded after the wait: K loops, not prefetches)."""
+        single_k = self.single_k and m <= min(self.r[2], self.s[2])
+        return {
+            "SINGLE_K": single_k,
+            "CVT_W": "w" in self.cvt and not self.prefetch,
+            "CVT_I": "i" in self.cvt and not self.prefetch,
+            "CVT_H": "h" in self.cvt and not single_k,
+            "CVT_X": "x" in self.cvt and not single_k,
+            "RSS": 1 if single_k else self.rs_split,
+        }
 
     def order_code(self) -> int:
         """The stage order as the kernel's ORDER constexpr: stage number of position i in nibble i."""
@@ -162,10 +201,10 @@ CONFIG_TABLE: list[tuple[int, Config]] = [
         Config(
             p=(64, 128),
             o=(64, 64),
-            q=(128, 64, 512, 32),
-            r=(128, 128, 32),
-            t=(128, 128, 512, 32),
-            s=(128, 64, 32),
+            q=(128, 64, 512, 64),
+            r=(128, 128, 64),
+            t=(128, 128, 512, 64),
+            s=(128, 64, 64),
             q_recompute=False,
             prefetch=False,
             t_atomic=True,
@@ -176,8 +215,9 @@ CONFIG_TABLE: list[tuple[int, Config]] = [
             num_stages=3,
             maxnreg=128,
             precision="fp16",
+            cvt="whix",
         ),
-    ),  # tune.py variant 'b1_pall'
+    ),  # tune.py variant 'b1_cvt_k64' (H200, 2026-11-29 sweep: M=512 44.0 us against 49.2 for 'b1_pall')
 ]
 """(largest M, variant) pairs in increasing M; the first that fits is used (filled in from tune.py)."""
 CONFIG_OVERRIDE: Config | None = None
@@ -281,12 +321,15 @@ def _gemm_loop(
     BC: tl.constexpr,
     BK: tl.constexpr,
     PREC: tl.constexpr,
+    B_CG: tl.constexpr = False,
+    COLSUM: tl.constexpr = False,
 ):
-    """acc[BR, BC] = A[off_r:, k_lo:k_hi] @ B[k_lo:k_hi, off_c:], zero outside R x C.
+    """(acc, cs): acc[BR, BC] = A[off_r:, k_lo:k_hi] @ B[k_lo:k_hi, off_c:], zero outside R x C.
 
     A is A[r, k] = a_ptr[r * lda + k], or a_ptr[k * lda + r] when A_TRANS (A stored K-major: a transposed
-    view of a row-major [K, R] matrix); B[k, c] = b_ptr[k * ldb + c]. A_CG loads A with .cg (L2 only): it
-    is a workspace written by other programs of the same launch.
+    view of a row-major [K, R] matrix); B[k, c] = b_ptr[k * ldb + c]. A_CG / B_CG load A / B with .cg
+    (L2 only): a workspace written by other programs of the same launch. cs[BR] = sum over K of A (only
+    with COLSUM, else zeros).
     """
     rr = off_r + tl.arange(0, BR)
     cc = off_c + tl.arange(0, BC)
@@ -294,6 +337,7 @@ def _gemm_loop(
     r_ok = rr < R
     c_ok = cc < C
     acc = tl.zeros((BR, BC), dtype=tl.float32)
+    cs = tl.zeros((BR,), dtype=tl.float32)
     for k0 in range(k_lo, k_hi, BK):
         k = k0 + kk
         k_ok = k < k_hi
@@ -305,6 +349,8 @@ def _gemm_loop(
             else:
                 a_t = tl.load(a_ptrs, mask=a_msk, other=0.0)
             a = tl.trans(a_t)  # [BR, BK]
+            if COLSUM:
+                cs += tl.sum(a_t.to(tl.float32), axis=0)
         else:
             a_ptrs = a_ptr + rr[:, None] * lda + k[None, :]  # [BR, BK]
             a_msk = r_ok[:, None] & k_ok[None, :]
@@ -312,9 +358,16 @@ def _gemm_loop(
                 a = tl.load(a_ptrs, mask=a_msk, other=0.0, cache_modifier=".cg")
             else:
                 a = tl.load(a_ptrs, mask=a_msk, other=0.0)
-        b = tl.load(b_ptr + k[:, None] * ldb + cc[None, :], mask=k_ok[:, None] & c_ok[None, :], other=0.0)
+            if COLSUM:
+                cs += tl.sum(a.to(tl.float32), axis=1)
+        b_ptrs = b_ptr + k[:, None] * ldb + cc[None, :]
+        b_msk = k_ok[:, None] & c_ok[None, :]
+        if B_CG:
+            b = tl.load(b_ptrs, mask=b_msk, other=0.0, cache_modifier=".cg")
+        else:
+            b = tl.load(b_ptrs, mask=b_msk, other=0.0)
         acc = _mma(a, b, acc, PREC)
-    return acc
+    return acc, cs
 
 
 @triton.jit
@@ -423,7 +476,8 @@ def _single_k_t(
 def _finish_k_t(
     a_ptr, lda, b, R, M, off_r, BR: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr
 ):
-    """acc = A[off_r:, :M] @ b with A stored K-major (a workspace: .cg loads), all of K in one chunk."""
+    """(acc, cs): acc = A[off_r:, :M] @ b with A stored K-major (a workspace: .cg loads), all of K in one
+    chunk; cs[BR] = the sums of A over K (its column sums: a bias gradient, used by S with q_atomic)."""
     kk = tl.arange(0, BK)
     rr = off_r + tl.arange(0, BR)
     a_t = tl.load(
@@ -432,7 +486,8 @@ def _finish_k_t(
         other=0.0,
         cache_modifier=".cg",
     )
-    return _mma(tl.trans(a_t), b, tl.zeros((BR, BC), dtype=tl.float32), PREC)
+    acc = _mma(tl.trans(a_t), b, tl.zeros((BR, BC), dtype=tl.float32), PREC)
+    return acc, tl.sum(a_t.to(tl.float32), axis=0)
 
 
 @triton.jit
@@ -576,6 +631,10 @@ def _fused_bwd_kernel(
     ws_tp,  # fp32 split-K partials of T: [T tiles, max splits, TM * TN] (unused with T_ATOMIC)
     ws_cs2,  # fp32 [P row tiles, 2048]: column sums of each P tile of D2 (all MLPs side by side)
     ws_cs1,  # fp32 [Q row tiles, 2048]: column sums of each finished Q tile of D1
+    ws_h16,  # fp16 copy of H1r (CVT_H), the layout of ws_d1; a dummy otherwise
+    ws_w16,  # fp16 copy of W_hid (CVT_W): IoU [1024, 1024], then [4, 256, 256]
+    ws_i16,  # fp16 copy of W_in (CVT_I): IoU [1024, 256], then [4, 256, 256]
+    ws_x16,  # fp16 copy of X (CVT_X): IoU [M, 256], then [M, 4, 256]
     cnt,  # int32 [16 * 32]: this call's header, one counter per 32 ints (zero at entry)
     cnt_next,  # int32 [16 * 32]: the next call's header (zeroed here by ticket 0)
     cnt_tile,  # int32 per-tile split-K counters, one per 32 ints (zero at entry, left zero)
@@ -607,6 +666,13 @@ def _fused_bwd_kernel(
     PREC: tl.constexpr,
     NW: tl.constexpr,  # num_warps
     POLL1: tl.constexpr,  # one thread polls a counter (else every thread)
+    Q_ATOMIC: tl.constexpr = False,
+    CVT_W: tl.constexpr = False,
+    CVT_I: tl.constexpr = False,
+    CVT_H: tl.constexpr = False,
+    CVT_X: tl.constexpr = False,
+    CVE: tl.constexpr = 16384,  # weight elements per conversion item
+    RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -624,9 +690,16 @@ def _fused_bwd_kernel(
 
     # ---- items per stage (IoU tiles, hypernetwork tiles per MLP, K splits) ---------------------------
     zero = M * 0
+    # conversion items of stage P (after its tiles, per MLP): W_hid blocks, then W_in blocks
+    NCW_I: tl.constexpr = (1024 * 1024 // CVE) * CVT_W
+    NCW_H: tl.constexpr = (256 * 256 // CVE) * CVT_W
+    NCI_I: tl.constexpr = (1024 * 256 // CVE) * CVT_I
+    NCI_H: tl.constexpr = (256 * 256 // CVE) * CVT_I
+    NZ_I: tl.constexpr = ((1024 * 1024 + 1024 * 256) // CVE) * (RSS > 1)  # zero items: dW_hid, dW_in
+    NZ_H: tl.constexpr = ((256 * 256 + 256 * 256) // CVE) * (RSS > 1)
     mt_p = tl.cdiv(M, PM)
-    np_i = mt_p * ((1024 + PN - 1) // PN)
-    np_h = mt_p * ((256 + PN - 1) // PN)
+    np_i = mt_p * ((1024 + PN - 1) // PN) + NCW_I + NCI_I + NZ_I
+    np_h = mt_p * ((256 + PN - 1) // PN) + NCW_H + NCI_H + NZ_H
     no_i = zero + (1024 + ON - 1) // ON
     no_h = zero + (256 + ON - 1) // ON
     mt_q = tl.cdiv(M, QM)
@@ -634,15 +707,15 @@ def _fused_bwd_kernel(
     nq_h = mt_q * ((256 + QN - 1) // QN)
     sq_i = zero + SQ_MAX
     sq_h = zero + (256 + QKS - 1) // QKS
-    nr_i = zero + ((1024 + RM - 1) // RM) * ((1024 + RN - 1) // RN)
-    nr_h = zero + ((256 + RM - 1) // RM) * ((256 + RN - 1) // RN)
+    nr_i = zero + ((1024 + RM - 1) // RM) * ((1024 + RN - 1) // RN) * RSS
+    nr_h = zero + ((256 + RM - 1) // RM) * ((256 + RN - 1) // RN) * RSS
     mt_t = tl.cdiv(M, TM)
     nt_i = mt_t * ((256 + TN - 1) // TN)
     nt_h = nt_i
     st_i = zero + ST_MAX
     st_h = zero + (256 + TKS - 1) // TKS
-    ns_i = zero + ((1024 + SM - 1) // SM) * ((256 + SN - 1) // SN)
-    ns_h = zero + ((256 + SM - 1) // SM) * ((256 + SN - 1) // SN)
+    ns_i = zero + ((1024 + SM - 1) // SM) * ((256 + SN - 1) // SN) * RSS
+    ns_h = zero + ((256 + SM - 1) // SM) * ((256 + SN - 1) // SN) * RSS
     n0 = np_i + 4 * np_h
     n1 = no_i + 4 * no_h
     n2 = nq_i * sq_i + 4 * nq_h * sq_h
@@ -684,26 +757,88 @@ def _fused_bwd_kernel(
     col0 = _sel(is_iou, 0, 1024 + j * 256)  # this MLP's columns in the 2048-wide column-sum workspaces
     d2 = ws_d2 + ws_off  # [M, D]
     d1 = ws_d1 + ws_off  # [M, D]
-    p_target = mt_p * tl.cdiv(D, PN)  # P tiles of this MLP
-    q_target = mt_q * tl.cdiv(D, QN)  # Q tiles of this MLP
+    ncw = _sel(is_iou, NCW_I, NCW_H)  # conversion items of this MLP (W_hid, W_in)
+    nci = _sel(is_iou, NCI_I, NCI_H)
+    nz = _sel(is_iou, NZ_I, NZ_H)
+    p_target = mt_p * tl.cdiv(D, PN) + ncw + nci + nz  # P items of this MLP
+    dw_hid = _sel(is_iou, dw_hid_iou, dw_hid_hyp + j * 65536)
+    dw_in = _sel(is_iou, dw_in_iou, dw_in_hyp + j * 65536)
+    db_in = _sel(is_iou, db_in_iou, db_in_hyp + j * 256)
+    # K = M range of an R / S item (RSS of them per tile; a range may be empty when M is small)
+    rs_len = tl.cdiv(tl.cdiv(M, RSS), 16) * 16
+    q_target = mt_q * tl.cdiv(D, QN)  # Q tiles of this MLP (with Q_ATOMIC: Q items, every split signals)
+    if Q_ATOMIC:
+        q_target = q_target * tl.cdiv(D, QKS)
+    h1r16 = ws_h16 + ws_off  # fp16 copies (CVT_*), same layouts as the originals
+    w_hid16 = _sel(is_iou, ws_w16, ws_w16 + 1048576 + j * 65536)
+    w_in16 = _sel(is_iou, ws_i16, ws_i16 + 262144 + j * 65536)
+    x16 = _sel(is_iou, ws_x16, ws_x16 + M * 256 + j * 256)
 
     # ---- the item ---------------------------------------------------------------------------------------
     if stage == 0:
         # P: D2 = (G @ W_out) * (H2 > 0)
         # (+ its column sums into ws_cs2[row tile], for db_hid)
         n_c = tl.cdiv(D, PN)
-        mt = lt // n_c
-        off_r = mt * PM
-        off_c = (lt % n_c) * PN
-        rr = off_r + tl.arange(0, PM)
-        cc = off_c + tl.arange(0, PN)
-        msk = (rr < M)[:, None] & (cc < D)[None, :]
-        offs = rr[:, None] * D + cc[None, :]
-        pre2 = tl.load(h2 + offs, mask=msk, other=0.0)  # first: it does not depend on the product
-        acc_p = _gemm_loop(g, ld_g, w_out, D, M, D, 0, KG, off_r, off_c, False, False, PM, PN, PK, PREC)
-        v_p = tl.where(pre2 > 0, acc_p, 0.0)
-        tl.store(d2 + offs, v_p.to(d2.dtype.element_ty), mask=msk)
-        tl.store(ws_cs2 + mt * 2048 + col0 + cc, tl.sum(v_p, axis=0), mask=cc < D)
+        n_tiles = mt_p * n_c
+        if CVT_W or CVT_I or RSS > 1:
+            is_cv = lt >= n_tiles
+        else:
+            is_cv = False
+        if is_cv:
+            c = lt - n_tiles
+            if c < ncw + nci:
+                # conversion item: a contiguous block of CVE elements of W_hid (blocks first) or W_in -> fp16
+                src = w_in
+                dst = w_in16
+                e0 = (c - ncw) * CVE
+                if c < ncw:
+                    src = w_hid
+                    dst = w_hid16
+                    e0 = c * CVE
+                e = e0 + tl.arange(0, CVE)
+                tl.store(dst + e, tl.load(src + e).to(tl.float16))
+            else:
+                # zero item (RSS > 1): a block of CVE elements of dW_hid (blocks first) or dW_in
+                z = c - ncw - nci
+                nzw = (D * D) // CVE
+                dz = dw_in + (z - nzw) * CVE
+                if z < nzw:
+                    dz = dw_hid + z * CVE
+                tl.store(dz + tl.arange(0, CVE), tl.zeros((CVE,), dtype=tl.float32))
+        else:
+            mt = lt // n_c
+            off_r = mt * PM
+            off_c = (lt % n_c) * PN
+            rr = off_r + tl.arange(0, PM)
+            cc = off_c + tl.arange(0, PN)
+            msk = (rr < M)[:, None] & (cc < D)[None, :]
+            offs = rr[:, None] * D + cc[None, :]
+            pre2 = tl.load(h2 + offs, mask=msk, other=0.0)  # first: it does not depend on the product
+            x_offs = rr[:, None] * ld_x + cc[None, :]
+            x_msk = (rr < M)[:, None] & (cc < 256)[None, :]  # X, dx: [M, 256] (ld_x)
+            if CVT_H:
+                h1r_v = tl.load(h1r + offs, mask=msk, other=0.0)
+            if CVT_X:
+                x_v = tl.load(x + x_offs, mask=x_msk, other=0.0)
+            acc_p, _ = _gemm_loop(
+                g, ld_g, w_out, D, M, D, 0, KG, off_r, off_c, False, False, PM, PN, PK, PREC
+            )
+            v_p = tl.where(pre2 > 0, acc_p, 0.0)
+            tl.store(d2 + offs, v_p.to(d2.dtype.element_ty), mask=msk)
+            tl.store(ws_cs2 + mt * 2048 + col0 + cc, tl.sum(v_p, axis=0), mask=cc < D)
+            if CVT_H:
+                tl.store(h1r16 + offs, h1r_v.to(tl.float16), mask=msk)
+            if CVT_X:
+                tl.store(x16 + x_offs, x_v.to(tl.float16), mask=x_msk)
+            if Q_ATOMIC and RSS > 1:
+                if mt == 0:  # S items add their parts of db_in (D1's column sums)
+                    tl.store(db_in + cc, tl.zeros((PN,), dtype=tl.float32), mask=cc < D)
+            if Q_ATOMIC:
+                # Q adds its split partials into D1 (fp32): zero it; dx likewise when T adds into it
+                tl.store(d1 + offs, tl.zeros((PM, PN), dtype=d1.dtype.element_ty), mask=msk)
+                if T_ATOMIC:
+                    dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
+                    tl.store(dx_z + x_offs, tl.zeros((PM, PN), dtype=tl.float32), mask=x_msk)
         _signal(cnt + (_CNT_P + mlp) * _LINE)
     elif stage == 1:
         # O: dW_out[k, n] = sum_m G[m, k] H2r[m, n]; db_out[k] = sum_m G[m, k]
@@ -752,14 +887,30 @@ def _fused_bwd_kernel(
             )
             acc_q = _mma(a_q, b_q, tl.zeros((QM, QN), dtype=tl.float32), PREC)
         else:
+            if Q_ATOMIC:  # every split item applies the mask: load it before waiting
+                pre1_q = tl.load(h1 + offs, mask=msk, other=0.0)
             _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
-            acc_q = _gemm_loop(
-                d2, D, w_hid, D, M, D, k_lo, k_hi, off_r, off_c, False, True, QM, QN, QBK, PREC
-            )
+            if CVT_W:
+                acc_q, _ = _gemm_loop(
+                    d2, D, w_hid16, D, M, D, k_lo, k_hi, off_r, off_c, False, True, QM, QN, QBK, PREC, True
+                )
+            else:
+                acc_q, _ = _gemm_loop(
+                    d2, D, w_hid, D, M, D, k_lo, k_hi, off_r, off_c, False, True, QM, QN, QBK, PREC
+                )
         done = nsplit == 1
-        if nsplit > 1:
+        if Q_ATOMIC:
+            # masked partial into D1 (fp32, zeroed by P; the mask commutes with the split-K sum)
+            done = False
+            v_qa = tl.where(pre1_q > 0, acc_q, 0.0)
+            if nsplit > 1:
+                tl.atomic_add(d1 + offs, v_qa, mask=msk, sem="relaxed")
+            else:
+                tl.store(d1 + offs, v_qa, mask=msk)
+            _signal(cnt + (_CNT_Q + mlp) * _LINE)
+        elif nsplit > 1:
             tile_g = _sel(is_iou, tile, nq_i + j * nq_h + tile)  # Q tiles of all MLPs, IoU first
             done, acc_q = _reduce_split(
                 acc_q,
@@ -772,7 +923,7 @@ def _fused_bwd_kernel(
                 QN,
             )
         if done:
-            if PRE and not Q_RECOMP:
+            if (PRE and not Q_RECOMP) or Q_ATOMIC:
                 pre1 = pre1_q
             else:
                 pre1 = tl.load(h1 + offs, mask=msk, other=0.0)
@@ -793,22 +944,42 @@ def _fused_bwd_kernel(
     elif stage == 3:
         # R: dW_hid[o, i] = sum_m D2[m, o] H1r[m, i]; db_hid[o] = sum_m D2[m, o]
         n_c = tl.cdiv(D, RN)
-        off_r = (lt // n_c) * RM
-        off_c = (lt % n_c) * RN
+        tile = lt // RSS
+        ks = lt % RSS  # M range of this item (RSS > 1)
+        off_r = (tile // n_c) * RM
+        off_c = (tile % n_c) * RN
+        k_lo = ks * rs_len
+        k_hi = tl.minimum(k_lo + rs_len, M)
         if SINGLE_K:  # all of K = M in one chunk: load H1r before waiting for D2
             b_r = _single_k_t(d2, D, h1r, D, D, D, M, off_r, off_c, RM, RN, RK)
             _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
-            acc_r = _finish_k_t(d2, D, b_r, D, M, off_r, RM, RN, RK, PREC)
+            acc_r, _ = _finish_k_t(d2, D, b_r, D, M, off_r, RM, RN, RK, PREC)
         else:
             _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
-            acc_r = _gemm_loop(d2, D, h1r, D, D, D, 0, M, off_r, off_c, True, True, RM, RN, RK, PREC)
-        dw_hid = _sel(is_iou, dw_hid_iou, dw_hid_hyp + j * 65536)
-        _store_tile(acc_r, dw_hid, D, D, D, off_r, off_c, RM, RN)
-        if off_c == 0:  # db_hid from the P tiles' column sums
+            if CVT_H:
+                acc_r, _ = _gemm_loop(
+                    d2, D, h1r16, D, D, D, k_lo, k_hi, off_r, off_c, True, True, RM, RN, RK, PREC, True
+                )
+            else:
+                acc_r, _ = _gemm_loop(
+                    d2, D, h1r, D, D, D, k_lo, k_hi, off_r, off_c, True, True, RM, RN, RK, PREC
+                )
+        if RSS > 1:  # dW_hid zeroed by the P stage's zero items
+            rr_w = off_r + tl.arange(0, RM)
+            cc_w = off_c + tl.arange(0, RN)
+            tl.atomic_add(
+                dw_hid + rr_w[:, None] * D + cc_w[None, :],
+                acc_r,
+                mask=(rr_w < D)[:, None] & (cc_w < D)[None, :],
+                sem="relaxed",
+            )
+        else:
+            _store_tile(acc_r, dw_hid, D, D, D, off_r, off_c, RM, RN)
+        if (off_c == 0) & (ks == 0):  # db_hid from the P tiles' column sums
             db_hid = _sel(is_iou, db_hid_iou, db_hid_hyp + j * 256)
             rr_b = off_r + tl.arange(0, RM)
             tl.store(db_hid + rr_b, _col_partial_sums(ws_cs2, mt_p, col0, D, off_r, RM), mask=rr_b < D)
@@ -841,9 +1012,14 @@ def _fused_bwd_kernel(
             _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
-            acc_t = _gemm_loop(
-                d1, D, w_in, 256, M, 256, k_lo, k_hi, off_r, off_c, False, True, TM, TN, TBK, PREC
-            )
+            if CVT_I:
+                acc_t, _ = _gemm_loop(
+                    d1, D, w_in16, 256, M, 256, k_lo, k_hi, off_r, off_c, False, True, TM, TN, TBK, PREC, True
+                )
+            else:
+                acc_t, _ = _gemm_loop(
+                    d1, D, w_in, 256, M, 256, k_lo, k_hi, off_r, off_c, False, True, TM, TN, TBK, PREC
+                )
         dx = _sel(is_iou, dx_iou, dx_hyp + j * 256)
         ld_dx = _sel(is_iou, 256, 1024)
         dx_ptrs = dx + rr[:, None] * ld_dx + cc[None, :]
@@ -872,25 +1048,84 @@ def _fused_bwd_kernel(
     else:
         # S: dW_in[i, c] = sum_m D1[m, i] X[m, c]; db_in[i] = sum_m D1[m, i]
         n_c = tl.cdiv(256, SN)
-        off_r = (lt // n_c) * SM
-        off_c = (lt % n_c) * SN
+        tile = lt // RSS
+        ks = lt % RSS  # M range of this item (RSS > 1)
+        off_r = (tile // n_c) * SM
+        off_c = (tile % n_c) * SN
+        k_lo = ks * rs_len
+        k_hi = tl.minimum(k_lo + rs_len, M)
         if SINGLE_K:  # all of K = M in one chunk: load X before waiting for D1
             b_s = _single_k_t(d1, D, x, ld_x, D, 256, M, off_r, off_c, SM, SN, SK)
             _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
-            acc_s = _finish_k_t(d1, D, b_s, D, M, off_r, SM, SN, SK, PREC)
+            acc_s, cs_s = _finish_k_t(d1, D, b_s, D, M, off_r, SM, SN, SK, PREC)
         else:
             _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
-            acc_s = _gemm_loop(d1, D, x, ld_x, D, 256, 0, M, off_r, off_c, True, True, SM, SN, SK, PREC)
-        dw_in = _sel(is_iou, dw_in_iou, dw_in_hyp + j * 65536)
-        _store_tile(acc_s, dw_in, 256, D, 256, off_r, off_c, SM, SN)
-        if off_c == 0:  # db_in from the Q tiles' column sums
-            db_in = _sel(is_iou, db_in_iou, db_in_hyp + j * 256)
-            rr_b = off_r + tl.arange(0, SM)
-            tl.store(db_in + rr_b, _col_partial_sums(ws_cs1, mt_q, col0, D, off_r, SM), mask=rr_b < D)
+            if CVT_X:
+                acc_s, cs_s = _gemm_loop(
+                    d1,
+                    D,
+                    x16,
+                    ld_x,
+                    D,
+                    256,
+                    k_lo,
+                    k_hi,
+                    off_r,
+                    off_c,
+                    True,
+                    True,
+                    SM,
+                    SN,
+                    SK,
+                    PREC,
+                    True,
+                    Q_ATOMIC,
+                )
+            else:
+                acc_s, cs_s = _gemm_loop(
+                    d1,
+                    D,
+                    x,
+                    ld_x,
+                    D,
+                    256,
+                    k_lo,
+                    k_hi,
+                    off_r,
+                    off_c,
+                    True,
+                    True,
+                    SM,
+                    SN,
+                    SK,
+                    PREC,
+                    False,
+                    Q_ATOMIC,
+                )
+        if RSS > 1:  # dW_in zeroed by the P stage's zero items
+            rr_w = off_r + tl.arange(0, SM)
+            cc_w = off_c + tl.arange(0, SN)
+            tl.atomic_add(
+                dw_in + rr_w[:, None] * 256 + cc_w[None, :],
+                acc_s,
+                mask=(rr_w < D)[:, None] & (cc_w < 256)[None, :],
+                sem="relaxed",
+            )
+        else:
+            _store_tile(acc_s, dw_in, 256, D, 256, off_r, off_c, SM, SN)
+        rr_b = off_r + tl.arange(0, SM)
+        if Q_ATOMIC and RSS > 1:  # db_in: D1's column sums over this M range, into zeros (P)
+            if off_c == 0:
+                tl.atomic_add(db_in + rr_b, cs_s, mask=rr_b < D, sem="relaxed")
+        elif (off_c == 0) & (ks == 0):  # db_in: D1's column sums (Q_ATOMIC) or the sum of Q's tile sums
+            if Q_ATOMIC:
+                tl.store(db_in + rr_b, cs_s, mask=rr_b < D)
+            else:
+                tl.store(db_in + rr_b, _col_partial_sums(ws_cs1, mt_q, col0, D, off_r, SM), mask=rr_b < D)
 
     if TRACE:
         tl.debug_barrier()
@@ -944,12 +1179,22 @@ def _stage_sizes(m: int, cfg: Config) -> dict[str, int]:
     """Items per stage, IoU and the four hypernetworks together."""
     (pm, pn), (on, _), (qm, qn, qks, _) = cfg.p, cfg.o, cfg.q
     (rm, rn, _), (tm, tn, tks, _), (sm, sn, _) = cfg.r, cfg.t, cfg.s
+    fl = cfg.flags(m)
+    rss = fl["RSS"]
+    cv_i = (D_IOU * D_IOU if fl["CVT_W"] else 0) + (D_IOU * C_IN if fl["CVT_I"] else 0)
+    cv_h = (D_HYP * D_HYP if fl["CVT_W"] else 0) + (D_HYP * C_IN if fl["CVT_I"] else 0)
+    if rss > 1:  # zero items: dW_hid and dW_in
+        cv_i += D_IOU * D_IOU + D_IOU * C_IN
+        cv_h += D_HYP * D_HYP + D_HYP * C_IN
 
     def both(ti: int, th: int, si: int = 1, sh: int = 1) -> int:
         return ti * si + N_HYP * th * sh
 
     return {
-        "P": both(_cdiv(m, pm) * _cdiv(D_IOU, pn), _cdiv(m, pm) * _cdiv(D_HYP, pn)),
+        "P": both(
+            _cdiv(m, pm) * _cdiv(D_IOU, pn) + cv_i // cfg.cvt_block,
+            _cdiv(m, pm) * _cdiv(D_HYP, pn) + cv_h // cfg.cvt_block,
+        ),
         "O": both(_cdiv(D_IOU, on), _cdiv(D_HYP, on)),
         "Q": both(
             _cdiv(m, qm) * _cdiv(D_IOU, qn),
@@ -957,14 +1202,14 @@ def _stage_sizes(m: int, cfg: Config) -> dict[str, int]:
             _cdiv(D_IOU, qks),
             _cdiv(D_HYP, qks),
         ),
-        "R": both(_cdiv(D_IOU, rm) * _cdiv(D_IOU, rn), _cdiv(D_HYP, rm) * _cdiv(D_HYP, rn)),
+        "R": both(_cdiv(D_IOU, rm) * _cdiv(D_IOU, rn), _cdiv(D_HYP, rm) * _cdiv(D_HYP, rn), rss, rss),
         "T": both(
             _cdiv(m, tm) * _cdiv(C_IN, tn),
             _cdiv(m, tm) * _cdiv(C_IN, tn),
             _cdiv(D_IOU, tks),
             _cdiv(D_HYP, tks),
         ),
-        "S": both(_cdiv(D_IOU, sm) * _cdiv(C_IN, sn), _cdiv(D_HYP, sm) * _cdiv(C_IN, sn)),
+        "S": both(_cdiv(D_IOU, sm) * _cdiv(C_IN, sn), _cdiv(D_HYP, sm) * _cdiv(C_IN, sn), rss, rss),
     }
 
 
@@ -1022,7 +1267,17 @@ def launch(
     # the bias sums see the rounding, ~1e-4 relative).
     ws_dtype = torch.float16 if cfg.precision == "fp16" else torch.float32
     ws_d2 = torch.empty(ws_elems, dtype=ws_dtype, device=device)
-    ws_d1 = torch.empty(ws_elems, dtype=ws_dtype, device=device)
+    # q_atomic: Q adds fp32 partials into D1 (T and S round it to fp16 in registers)
+    ws_d1 = torch.empty(ws_elems, dtype=torch.float32 if cfg.q_atomic else ws_dtype, device=device)
+    fl = cfg.flags(m)
+
+    def half(n: int, used: bool) -> torch.Tensor:
+        return torch.empty(max(1, n) if used else 1, dtype=torch.float16, device=device)
+
+    ws_h16 = half(ws_elems, fl["CVT_H"])
+    ws_w16 = half(D_IOU * D_IOU + N_HYP * D_HYP * D_HYP, fl["CVT_W"])
+    ws_i16 = half(D_IOU * C_IN + N_HYP * D_HYP * C_IN, fl["CVT_I"])
+    ws_x16 = half(m * C_IN * (1 + N_HYP), fl["CVT_X"])
     nq, nt = _tile_counts(m, cfg)
     (qm, qn, qks, _), (tm, tn, tks, _) = cfg.q, cfg.t
     ws_qp = torch.empty(max(1, nq * _cdiv(D_IOU, qks) * qm * qn), dtype=torch.float32, device=device)
@@ -1030,7 +1285,6 @@ def launch(
     ws_tp = torch.empty(max(1, tp_elems), dtype=torch.float32, device=device)
     ws_cs2 = torch.empty(_cdiv(m, cfg.p[0]) * 2048, dtype=torch.float32, device=device)
     ws_cs1 = torch.empty(_cdiv(m, qm) * 2048, dtype=torch.float32, device=device)
-    single_k = cfg.single_k and m <= min(cfg.r[2], cfg.s[2])  # else the chunked K loops (any M)
     buf = _counters(device, nq + nt)
     par = _PARITY.get(device, 0)
     _PARITY[device] = 1 - par
@@ -1046,6 +1300,10 @@ def launch(
         ws_tp,
         ws_cs2,
         ws_cs1,
+        ws_h16,
+        ws_w16,
+        ws_i16,
+        ws_x16,
         buf[par * _HDR :],
         buf[(1 - par) * _HDR :],
         buf[_CNT_TILES:],
@@ -1072,11 +1330,18 @@ def launch(
         Q_RECOMP=cfg.q_recompute,
         PRE=cfg.prefetch,
         T_ATOMIC=cfg.t_atomic,
-        SINGLE_K=single_k,
+        SINGLE_K=fl["SINGLE_K"],  # else the chunked K loops (any M)
         ORDER=cfg.order_code(),
         PREC=cfg.precision,
         NW=cfg.num_warps,
         POLL1=cfg.poll_one,
+        Q_ATOMIC=cfg.q_atomic,
+        CVT_W=fl["CVT_W"],
+        CVT_I=fl["CVT_I"],
+        CVT_H=fl["CVT_H"],
+        CVT_X=fl["CVT_X"],
+        CVE=cfg.cvt_block,
+        RSS=fl["RSS"],
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
