@@ -100,8 +100,10 @@ CASES = {
         dict(mode="multi", grid=40, min_chunk=16, ncb=2, nd=2, hb=1024, kc=32, bs1=32, bs2=32),
     ),  # fmt: skip
     "multi-T16-halves": (2, 1, 16, 100, True, dict(mode="multi", grid=8, hb=512, nd=16, q_terms=1)),
-    "persistent-T4-v3-warm": (1, 3, 4, 70, False, dict(grid=1, hb=256, v_terms=3, kc=128, warm=True)),
-    "persistent-T6-skip": (2, 1, 6, 45, True, dict(grid=1, hb=256, bs1=32, bs2=64)),
+    "persistent-T4-v3-warm": (1, 3, 4, 70, False, dict(grid=1, hb=256, v_terms=3, kc=128, nc=128, warm=True)),
+    "persistent-T6-skip": (2, 1, 6, 45, True, dict(grid=1, hb=256, bs1=32, bs2=64, nc=32)),
+    # tune.py's compact-code variant (column and contraction loops of 64 / 16, fewer, longer chunks)
+    "multi-T5-compact": (1, 1, 5, 80, False, dict(mode="multi", grid=40, hb=512, nc=64, kc=16, min_chunk=64)),
 }
 
 
@@ -115,6 +117,8 @@ def test_decompositions_exact(task, case):
     plan = kernel.launch(args, outs, cfg)
     if case == "multi-chunks-P5":  # the shape is chosen to exercise these paths
         assert plan.n_ch > plan.NCB > 1 and plan.NG > 1 and plan.NRT > 1 and plan.S % 32
+    if case == "multi-T5-compact":
+        assert plan.n_ch == 2 and plan.CH == 64
     if case == "multi-T16-halves":
         assert plan.NHALF == 2 and plan.IPB == 1
     _check(outs, task.reference(*args), TOLERANCE, max_abs=2e-5)

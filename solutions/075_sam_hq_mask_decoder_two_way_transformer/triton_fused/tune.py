@@ -1,7 +1,8 @@
 """H200 sweep for 075 triton_fused: correctness, CUPTI latency and per-phase times of kernel variants.
 
-    python solutions/075_sam_hq_mask_decoder_two_way_transformer/triton_fused/tune.py --out DIR \
-        [--variants base,v2] [--workloads 1,6,10] [--profile 6,10] [--instr 6,10] [--budget 150]
+    python solutions/075_sam_hq_mask_decoder_two_way_transformer/triton_fused/tune.py --out DIR|FILE.json \
+        [--variants base,v2] [--workloads 1,6,10] [--profile 6,10] [--instr 6,10 [--instr-variants base,v2]] \
+        [--budget 150]
 
 1. Warm-up, in parallel subprocesses: every variant is compiled for each specialisation the chosen workloads
    need and checked once on a small shape of that kind (S = 96) against the reference; its registers, spills
@@ -14,9 +15,12 @@
    The sweep stops at --budget seconds (the rows done so far are reported).
 3. --profile: the seven phases as seven launches (`mode="multi"`) under torch.profiler: median GPU time of
    each phase kernel (optionally of another kernel.py, --kernel, with the same `launch` API).
-4. --instr: the persistent kernel with `instr=True`: program 0's %clock64 / %globaltimer at every phase
-   start (after each counter wait), i.e. the time from one phase start to the next.
-Writes DIR/tune_075.json (after every workload) and prints tables. --smoke checks the script on the CPU.
+4. --instr: the persistent kernel with `instr=True` (of each --instr-variants variant, compiled in the
+   warm-up as "<variant>@instr"): program 0's %clock64 / %globaltimer at every phase start (after each
+   counter wait), i.e. the time from one phase start to the next.
+Writes FILE.json or DIR/tune_075.json (after every workload) and prints tables; the warm-up line of each
+variant gives (TPK, registers, spills, shared memory, SASS instructions) per compiled kernel.
+--smoke checks the script on the CPU.
 """
 
 from __future__ import annotations
@@ -63,8 +67,38 @@ VARIANTS: dict[str, Config] = {
     "trunc": dataclasses.replace(BASE, tf32_rn=False),  # key side TF32 truncated by the tensor core
     "multi": dataclasses.replace(BASE, mode="multi"),  # seven launches (launch gaps count)
     "instr": dataclasses.replace(BASE, instr=True),  # what --instr runs (compiled in the warm-up)
+    # less straight-line code per phase (sm_90a SASS instructions, Triton 3.9: base 11,616; NOTES.md)
+    "nc64": dataclasses.replace(BASE, nc=64),  # [16, 256] products in 64-column pieces (same arithmetic)
+    "nc64_kc32": dataclasses.replace(BASE, nc=64, kc=32),
+    "compact": dataclasses.replace(BASE, nc=64, kc=16),  # 9,096 instructions
+    "compact_nw16": dataclasses.replace(BASE, nc=64, kc=16, num_warps=16),  # 8,072, 128 regs, 440 B stack
+    "compact_mc64": dataclasses.replace(BASE, nc=64, kc=16, min_chunk=64, ncb=4),
+    # phase 4: fewer chunk partials to combine (fewer, longer t2i / i2t chunks), smaller combine steps
+    "mc64": dataclasses.replace(BASE, min_chunk=64),
+    "mc128": dataclasses.replace(BASE, min_chunk=128),
+    "ncb4": dataclasses.replace(BASE, ncb=4),
+    # i2t pass: 32-token tiles (phase 7 code 3,176 instructions instead of 2,600, for half the tiles)
+    "bs2_32": dataclasses.replace(BASE, bs2=32),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
+INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
+
+
+def variant(name: str) -> Config:
+    if name.endswith(INSTR_SUFFIX):
+        return dataclasses.replace(VARIANTS[name.removesuffix(INSTR_SUFFIX)], instr=True)
+    return VARIANTS[name]
+
+
+def sass_size(k) -> int | None:
+    """SASS instructions of a compiled kernel (cuobjdump through Triton; None where unavailable)."""
+    try:
+        sass = k.asm["sass"]
+    except Exception:  # noqa: BLE001 - a diagnostic only
+        return None
+    return sum(1 for line in sass.splitlines() if "\t" in line)  # Triton's format: "<control>\t<instruction>"
+
+
 WARMUP = 5
 
 
@@ -110,7 +144,7 @@ def warm_shapes(workloads, cfg: Config, sms: int) -> list:
 def warm_one(name: str, spec: str | None) -> dict:
     """Subprocess body: compile and check one variant on the warm shapes; returns a JSON-able report."""
     task = load_task(TASK)
-    cfg = VARIANTS[name]
+    cfg = variant(name)
     torch.manual_seed(0)
     t0 = time.time()
     info = {"variant": name, "ok": True, "kernels": []}
@@ -131,6 +165,7 @@ def warm_one(name: str, spec: str | None) -> dict:
                     "n_regs": getattr(k, "n_regs", None),
                     "n_spills": getattr(k, "n_spills", None),
                     "shared": k.metadata.shared,
+                    "sass": sass_size(k),
                 }
             )
         info.setdefault("check", []).append(res)
@@ -224,7 +259,12 @@ def instr_phases(cfg: Config, inputs: list, axes: dict, task, reps: int = 10) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="folder for tune_075.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="the report: a .json file, or a folder (then DIR/tune_075.json)",
+    )
     parser.add_argument(
         "--rounds", type=int, default=1, help="correctness rounds (fresh inputs) per workload"
     )
@@ -237,6 +277,9 @@ def main() -> None:
     parser.add_argument("--kernel", default="", help="another kernel.py for --profile (same launch API)")
     parser.add_argument("--instr", default="", help="workloads for the persistent per-phase stamps")
     parser.add_argument("--warm-extra", default="", help="variants only compiled (e.g. instr,multi)")
+    parser.add_argument(
+        "--instr-variants", default="", help="variants for --instr (first of --variants if empty)"
+    )
     parser.add_argument("--smoke", action="store_true", help="CPU check of this script (interpreter)")
     parser.add_argument("--warm-one", default=None, help=argparse.SUPPRESS)
     parser.add_argument(
@@ -251,7 +294,8 @@ def main() -> None:
         print(json.dumps(info))
         return
     names = [v for v in args.variants.split(",") if v]
-    unknown = [v for v in names if v not in VARIANTS]
+    instr_names = [v for v in args.instr_variants.split(",") if v] or names[:1]
+    unknown = [v for v in names + instr_names if v not in VARIANTS]
     if unknown:
         parser.error(f"--variants: unknown {unknown}; known: {list(VARIANTS)}")
     if not args.smoke and not torch.cuda.is_available():
@@ -262,8 +306,11 @@ def main() -> None:
     out_names = list(task.definition.outputs)
     workloads = _pick(task, args.workloads)
     report: dict = {"task": TASK, "variants": {v: dataclasses.asdict(VARIANTS[v]) for v in names}}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "tune_075.json"
+    if args.out.suffix == ".json":
+        path = args.out
+    else:
+        path = args.out / "tune_075.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:
         report["wall_s"] = time.time() - t_start
@@ -288,14 +335,21 @@ def main() -> None:
             triton=__import__("triton").__version__,
         )
         extra = [v for v in args.warm_extra.split(",") if v and v not in names]
+        if args.instr:  # the instrumented builds --instr runs
+            extra += [v + INSTR_SUFFIX for v in instr_names if v + INSTR_SUFFIX not in extra]
         jobs = args.jobs or min(len(names) + len(extra), os.cpu_count() or 1)
         warm = warm_all(names + extra, args.workloads, jobs, args.warm_timeout)
         report["warm"] = warm
         for v in names + extra:
             r = warm[v]
-            regs = sorted({(k["TPK"], k["n_regs"], k["n_spills"], k["shared"]) for k in r.get("kernels", [])})
+            regs = sorted(
+                {
+                    (k["TPK"], k["n_regs"], k["n_spills"], k["shared"], k.get("sass"))
+                    for k in r.get("kernels", [])
+                }
+            )
             print(
-                f"warm {v:<8} ok={r['ok']!s:<5} {r.get('seconds', 0):6.1f} s  (TPK, regs, spills, smem): {regs}"
+                f"warm {v:<8} ok={r['ok']!s:<5} {r.get('seconds', 0):6.1f} s  (TPK, regs, spills, smem, sass): {regs}"
                 + (f"  error: {r['error'][-600:]}" if "error" in r else ""),
                 flush=True,
             )
@@ -309,16 +363,19 @@ def main() -> None:
         for w in _pick(task, args.instr) if args.instr else []:
             axes = resolve_axes(task.definition, w)
             inputs = gen_inputs(task.definition, w, device=device)
-            res = instr_phases(VARIANTS[names[0]] if names else BASE, inputs, axes, task)
-            report.setdefault("instr", {})[w.uuid] = {"axes": dict(w.axes), **res}
-            print(
-                f"instr {w.axes}: phases 1-7 (us, clock) "
-                + " ".join(f"{x:6.1f}" for x in res["clock_us"])
-                + f"  sum {sum(res['clock_us']):.1f}  (globaltimer "
-                + " ".join(f"{x:.1f}" for x in res["globaltimer_us"])
-                + ")",
-                flush=True,
-            )
+            for v in instr_names:
+                if not warm.get(v + INSTR_SUFFIX, {}).get("ok"):
+                    continue  # not compiled (or wrong): never compile inside the budget
+                res = instr_phases(VARIANTS[v], inputs, axes, task)
+                report.setdefault("instr", {}).setdefault(w.uuid, {"axes": dict(w.axes)})[v] = res
+                print(
+                    f"instr {v:<12} {w.axes}: phases 1-7 (us, clock) "
+                    + " ".join(f"{x:6.1f}" for x in res["clock_us"])
+                    + f"  sum {sum(res['clock_us']):.1f}  (globaltimer "
+                    + " ".join(f"{x:.1f}" for x in res["globaltimer_us"])
+                    + ")",
+                    flush=True,
+                )
         mod = load_module(Path(args.kernel), "_tune075_other") if args.kernel else kernel
         for w in _pick(task, args.profile) if args.profile else []:
             axes = resolve_axes(task.definition, w)
