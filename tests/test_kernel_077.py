@@ -65,7 +65,8 @@ def fast_interpreter_configs(monkeypatch):
     monkeypatch.setattr(kernel, "LN_CONFIG", (16, 4))
 
 
-def _check_block(precision, batch, height, width, workspace_tokens=None):
+def _check_block(precision, batch, height, width, workspace_tokens=None, mlp_split=None, expect=None):
+    """workspace_tokens: a chunk budget in tokens (forces several chunks); expect: (chunks, MLP sub-chunks)."""
     args = _inputs(batch, height, width, seed=height * 100 + width)
     expected = load_task(TASK).reference(*args)
     out = torch.full_like(expected, math.nan)  # every element must be written
@@ -73,8 +74,12 @@ def _check_block(precision, batch, height, width, workspace_tokens=None):
     if workspace_tokens is not None:
         elem = 2 if precision == "fp16" else 4
         workspace = workspace_tokens * (kernel.HIDDEN + kernel.MLP_DIM) * elem
-        assert len(kernel.plan_chunks(batch, height, width, workspace_tokens)) > 1
-    kernel.forward(*args, out, precision=precision, workspace_bytes=workspace)
+    if expect is not None:
+        sp = kernel.plan_scratch(
+            batch, height, width, precision, workspace_bytes=workspace, mlp_split=mlp_split
+        )
+        assert (len(sp.chunks), sum(len(s) for s in sp.mlp_subs)) == expect, sp
+    kernel.forward(*args, out, precision=precision, workspace_bytes=workspace, mlp_split=mlp_split)
     stats = compute_error_stats(out, expected, TOLERANCE)
     assert stats.passed, stats.report()
     assert stats.matched_ratio >= 0.999, stats.report()
@@ -96,10 +101,15 @@ def test_one_window_fallback_path(monkeypatch):
     _check_block("fp16", 1, 5, 9)
 
 
-@pytest.mark.parametrize("path", ["new", "fallback"])
-def test_batched_chunked(fast_interpreter_configs, monkeypatch, path):
-    # 2 images x 2 bands (14 rows + 1 row) x 2 windows; 300-token chunks: 4 chunks of one band each;
-    # on the CPU every GEMM kind takes part (fast_interpreter_configs)
+@pytest.mark.parametrize(
+    ("path", "mlp_split", "expect"),
+    [("new", "never", (2, 2)), ("fallback", "never", (2, 2)), ("new", "always", (4, 6))],
+)
+def test_batched_chunked(fast_interpreter_configs, monkeypatch, path, mlp_split, expect):
+    # 2 images x 2 bands (14 rows + 1 row) x 2 windows, a budget of 300 chunk tokens: 2 chunks of 255
+    # tokens (a 238-token band and a 17-token one each); 150 tokens with the MLP in sub-chunks (h in qkv's
+    # space): 4 chunks of one band each, the 238-token ones with 2 MLP sub-chunks of 119 rows (6 in all).
+    # On the CPU every GEMM kind takes part (fast_interpreter_configs)
     new = path == "new"
     monkeypatch.setattr(kernel, "FUSED_WEIGHT_CONVERSION", new)
     monkeypatch.setattr(
@@ -107,7 +117,8 @@ def test_batched_chunked(fast_interpreter_configs, monkeypatch, path):
     )
     attn = ("persistent", 128, 128, 2, 8, 3, 1) if new else (128, 256, 2, 8, 1)  # 2 key blocks per item
     monkeypatch.setitem(kernel.ATTN_CONFIGS, "fp16", attn)
-    _check_block("fp16", 2, 15, 17, workspace_tokens=300)
+    budget = 300 if mlp_split == "never" else 150
+    _check_block("fp16", 2, 15, 17, workspace_tokens=budget, mlp_split=mlp_split, expect=expect)
 
 
 @pytest.mark.parametrize("kind", ["ptr", "tma", "tma_persistent"])
@@ -180,6 +191,9 @@ def _attention_expected(qkv, bias, rel_h, rel_w, height, width):
         ("persistent", 128, 128, 2, 8, 3, 1),
         ("persistent", 128, 256, 2, 8, 2, 1),
         ("persistent", 64, 128, 3, 4, 2, 2),
+        ("persistent", 128, 256, 4, 8, 2, 1),
+        ("persistent", 64, 256, 4, 4, 2, 2),
+        ("persistent", 128, 128, 5, 8, 3, 1),
         (64, 256, 2, 4, 1),
         (64, 128, 3, 4, 1),
     ],
@@ -221,3 +235,63 @@ def test_plan_chunks(batch, height, width, max_tokens):
         assert g1 > g0
         assert t0 == (g0 // n_wh) * height * width + (g0 % n_wh) * 14 * width
         assert t1 - t0 <= max_tokens or g1 == g0 + 1
+
+
+OFFICIAL_SIZES = [  # (batch, height, width) of the 16 official workloads, in order
+    (1, 613, 613), (1, 131, 131), (1, 449, 449), (1, 1024, 1024), (8, 64, 64), (2, 256, 256),
+    (1, 512, 512), (2, 192, 384), (1, 293, 293), (16, 64, 64), (1, 224, 224), (16, 128, 128),
+    (4, 128, 128), (8, 256, 256), (1, 336, 336), (4, 64, 64),
+]  # fmt: skip
+ODD_SIZES = [
+    (1, 5, 9), (1, 14, 14), (1, 15, 15), (3, 17, 31), (2, 100, 7), (1, 64, 64), (1, 96, 96), (32, 15, 15),
+    (1, 97, 1000), (5, 77, 129), (1, 1500, 1500), (1, 2048, 2048), (64, 64, 64), (3, 300, 500),
+]  # fmt: skip
+
+
+def _check_plan(sp, batch, height, width):
+    n_wh = math.ceil(height / 14)
+    assert sp.chunks[0][:3:2] == (0, 0) and sp.chunks[-1][1::2] == (batch * n_wh, batch * height * width)
+    for (_, g1, _, t1), (g0, _, t0, _) in zip(sp.chunks[:-1], sp.chunks[1:], strict=True):
+        assert g1 == g0 and t1 == t0  # contiguous bands and tokens
+    t_max = max(t1 - t0 for _, _, t0, t1 in sp.chunks)
+    assert sp.a_elems >= (t_max + 1) * kernel.HIDDEN and sp.big_elems >= (t_max + 1) * kernel.QKV_DIM
+    assert (t_max + 1) * kernel.MLP_DIM < 2**31  # int32 offsets
+    for (_, _, t0, t1), subs in zip(sp.chunks, sp.mlp_subs, strict=True):
+        assert subs[0][0] == 0 and subs[-1][1] == t1 - t0
+        for r0, r1 in subs:
+            assert r1 > r0 and (r1 - r0) * kernel.MLP_DIM <= sp.big_elems
+        for (_, r1), (r0, _) in zip(subs[:-1], subs[1:], strict=True):
+            assert r1 == r0
+
+
+@pytest.mark.parametrize("precision", ["fp16", "tf32"])
+def test_scratch_within_input(precision):
+    # everything one call allocates (chunk buffers + the fp16 weight copies) <= max(WORKSPACE_RATIO x the
+    # bytes of x, MIN_WORKSPACE_BYTES = 2 x the fp16 weight copy, 27 MiB); "about one input": <= 1.1 x x
+    assert kernel.WORKSPACE_RATIO <= 1.1
+    floor = 2 * kernel.WEIGHT_ELEMENTS * 2
+    assert kernel.MIN_WORKSPACE_BYTES <= floor
+    for batch, height, width in OFFICIAL_SIZES + ODD_SIZES:
+        sp = kernel.plan_scratch(batch, height, width, precision)
+        _check_plan(sp, batch, height, width)
+        bound = max(kernel.WORKSPACE_RATIO * sp.input_bytes, floor)
+        assert sp.scratch_bytes <= bound, (batch, height, width, sp.ratio)
+        if (batch, height, width) in OFFICIAL_SIZES:
+            assert sp.ratio <= kernel.WORKSPACE_RATIO
+            assert len(sp.chunks) <= (4 if precision == "fp16" else 7), (batch, height, width)
+    # a chunk is at least one band: an image of one wide band can exceed the rule (documented)
+    sp = kernel.plan_scratch(1, 14, 2000, precision)
+    assert len(sp.chunks) == 1 and sp.ratio > 1
+
+
+def test_scratch_plan_overrides():
+    # the old rule (chunk buffers within max(x, 512 MiB), h of a whole chunk) gives one chunk at 4x64x64
+    old = kernel.plan_scratch(4, 64, 64, workspace_bytes=512 * 2**20, mlp_split="never")
+    assert len(old.chunks) == 1 and old.launches == 7 and old.ratio > 2.5
+    for split in ("never", "always", "auto"):
+        for budget in (None, 10**6, 1):
+            sp = kernel.plan_scratch(3, 40, 50, workspace_bytes=budget, mlp_split=split)
+            _check_plan(sp, 3, 40, 50)
+    assert kernel.plan_scratch(3, 40, 50, workspace_bytes=1).chunks == tuple(
+        kernel.plan_chunks(3, 40, 50, 1)
+    )  # one band per chunk

@@ -19,6 +19,12 @@ Phases (about 1.5 minutes on an H200, Triton compilation included):
      ATTN_CONFIGS["fp16"], FUSED_WEIGHT_CONVERSION, GELU_EPILOGUE); DIR/tune_077.json gets everything.
 A configuration that fails to compile or computes wrong numbers is reported and skipped.
 `TRITON_INTERPRET=1 python tune.py --smoke --out DIR` runs the same code on the CPU on tiny shapes.
+
+    python .../tune.py --sweep --out FILE.json [--budget-s 240] [--iterations 20]
+
+--sweep instead: the attention variants (ATTN_SWEEP) at the search shape, then end to end on the 16
+official workloads the scratch plans "new" (the memory-bounded defaults), "old" (the previous chunking),
+"x1.1" (WORKSPACE_RATIO 1.1) and the fastest attention variant: correctness, peak memory, official timer.
 """
 
 from __future__ import annotations
@@ -496,6 +502,207 @@ def write_defaults(path: Path, choice: dict) -> None:
         raise RuntimeError(f"kernel.py defaults after writing: {got}, expected {want}")
 
 
+# -------------------------------------------------------------------- --sweep: memory plans, attention
+# The memory-bounded scratch plan (kernel.plan_scratch: everything a call allocates within the bytes of x)
+# against the old chunking and a 1.1 x x variant, end to end on the 16 official workloads (correctness,
+# measured peak extra memory, official timer); then attention variants at the search shape and, for the
+# fastest correct one that is not the default, the same end-to-end pass.
+
+OLD_MIN_WORKSPACE = 512 * 2**20  # the old rule: chunk buffers within max(x, 512 MiB), h of a whole chunk
+# attention variants: (kind, BLOCK_M, BLOCK_N, BIAS_MODE, num_warps, STAGES, CTAs/SM); BIAS_MODE 4 adds the
+# bias as an fp32 broadcast over the 16 x 16 key grid (no one-hot dots; BLOCK_N 256 only), 5 gathers it
+# to the key columns (any BLOCK_N)
+ATTN_SWEEP = [  # sm_90a resources from a local Triton 3.9 compile: registers, smem
+    ("persistent", 128, 256, 2, 8, 2, 1),  # the default (255, 200 KB)
+    ("persistent", 128, 256, 4, 8, 2, 1),  # (255, 184 KB)
+    ("persistent", 128, 256, 4, 8, 1, 1),  # (253, 104 KB)
+    ("persistent", 64, 256, 4, 4, 1, 2),  # (251, 88 KB): 2 CTAs of 4 warps per SM
+    ("persistent", 64, 256, 4, 4, 2, 1),  # (255, 160 KB)
+    ("persistent", 64, 256, 2, 4, 1, 2),  # (252, 104 KB)
+    ("persistent", 128, 256, 2, 8, 1, 1),  # (252, 120 KB)
+    ("persistent", 128, 256, 5, 8, 2, 1),  # (255 + 272 B spilled, 200 KB)
+    ("persistent", 128, 128, 5, 8, 3, 1),  # (255 + 128 B spilled, 184 KB)
+    ("persistent", 128, 256, 3, 8, 2, 1),  # bias rounded to fp16 (precision risk: stage check only)
+]
+
+
+def _plan_kwargs(plan: str, b: int, h: int, w: int) -> dict:
+    """forward() keyword arguments of a scratch plan: "new" (the defaults), "x1.1", "old"."""
+    x_bytes = b * h * w * kernel.HIDDEN * 4
+    if plan == "new":
+        return {}
+    if plan == "x1.1":
+        total = max(int(1.1 * x_bytes), kernel.MIN_WORKSPACE_BYTES)
+        return {"workspace_bytes": total - kernel.WEIGHT_ELEMENTS * 2}
+    if plan == "old":
+        return {"workspace_bytes": max(x_bytes, OLD_MIN_WORKSPACE), "mlp_split": "never"}
+    if plan == "forced":  # --smoke: several chunks and MLP sub-chunks on tiny images
+        return {"workspace_bytes": 150 * (kernel.HIDDEN + kernel.MLP_DIM) * 2, "mlp_split": "always"}
+    raise ValueError(plan)
+
+
+def _variant_fn(plan: str, b: int, h: int, w: int):
+    kwargs = _plan_kwargs(plan, b, h, w)
+
+    def fn(*args):
+        kernel.forward(*args, **kwargs)
+
+    return fn, kwargs
+
+
+def sweep_end_to_end(task, workloads: list, variants: list, deadline: float, iterations: int) -> dict:
+    """variants: [(label, plan, attention config or None)]; every workload: check, peak memory, time."""
+    from harness.timing import time_runnable
+
+    rows = []
+    for index, workload in enumerate(workloads, 1):
+        b, h, w = (workload.axes[k] for k in ("batch_size", "height", "width"))
+        torch.manual_seed(200)
+        inputs = gen_inputs(task.definition, workload, device=DEVICE)
+        ref = task.reference(*inputs)
+        _sync()
+        x_bytes = inputs[0].numel() * 4
+        row = {"index": index, "axes": [b, h, w], "input_mib": x_bytes / 2**20, "variants": {}}
+        timed_plans: dict = {}  # a variant whose launches equal an already timed one's is not timed again
+        for label, plan, attn in variants:
+            fn, kwargs = _variant_fn(plan, b, h, w)
+            sp = kernel.plan_scratch(b, h, w, **kwargs)
+            same = timed_plans.setdefault((sp.chunks, sp.mlp_subs, sp.a_elems, sp.big_elems, attn), label)
+            entry = {
+                "chunks": len(sp.chunks),
+                "mlp_subchunks": sum(len(x) for x in sp.mlp_subs),
+                "launches": sp.launches,
+                "planned_scratch_over_input": sp.ratio,
+            }
+            saved = kernel.ATTN_CONFIGS["fp16"]
+            if attn is not None:
+                kernel.ATTN_CONFIGS["fp16"] = tuple(attn)
+            try:
+                out = torch.full_like(ref, float("nan"))
+                if DEVICE == "cuda":
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                    base = torch.cuda.memory_allocated()
+                fn(*inputs, out)
+                _sync()
+                if DEVICE == "cuda":
+                    entry["measured_extra_over_input"] = (torch.cuda.max_memory_allocated() - base) / x_bytes
+                stats = compute_error_stats(out, ref, workload.tolerance, worst=1)
+                entry.update(
+                    passed=stats.passed,
+                    matched_ratio=stats.matched_ratio,
+                    err_over_atol=stats.max_absolute_error / workload.tolerance.max_atol,
+                )
+                out = None
+                if same != label:
+                    entry["same_launches_as"] = same
+                    if "ms" in row["variants"][same]:
+                        entry["ms"] = row["variants"][same]["ms"]
+                elif DEVICE == "cuda" and time.time() < deadline:
+                    outs = [torch.empty_like(ref)]
+                    t = time_runnable(fn, inputs, outs, warmup=5, iterations=iterations, timer="cupti")
+                    entry["ms"] = t.median_ms
+                    outs = None
+            except Exception as exc:  # noqa: BLE001 - reported
+                entry["error"] = _short(exc)
+            finally:
+                kernel.ATTN_CONFIGS["fp16"] = saved
+            row["variants"][label] = entry
+            ms = f"{entry['ms']:8.3f} ms" if "ms" in entry else "       - ms"
+            log(
+                f"[e2e] #{index:<2} {b:>2}x{h:>4}x{w:<4} {label:12} "
+                + (
+                    f"ERROR {entry['error']}"
+                    if "error" in entry
+                    else f"{ms} passed {entry['passed']} matched {entry['matched_ratio'] * 100:9.5f}% "
+                    f"err/atol {entry['err_over_atol']:4.2f} chunks {entry['chunks']} subs "
+                    f"{entry['mlp_subchunks']} launches {entry['launches']:2} scratch/x planned "
+                    f"{entry['planned_scratch_over_input']:.3f} measured "
+                    f"{entry.get('measured_extra_over_input', float('nan')):.3f}"
+                )
+            )
+        rows.append(row)
+        inputs = ref = None
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
+    summary = {}
+    for label, _, _ in variants:
+        entries = [r["variants"].get(label, {}) for r in rows]
+        times = [e["ms"] for e in entries if "ms" in e]
+        summary[label] = {
+            "all_passed": all(e.get("passed") for e in entries) and len(entries) == len(workloads),
+            "min_matched": min((e.get("matched_ratio", 0.0) for e in entries), default=None),
+            "max_err_over_atol": max((e.get("err_over_atol", float("inf")) for e in entries), default=None),
+            "max_planned_scratch_over_input": max(
+                (e.get("planned_scratch_over_input", 0) for e in entries), default=None
+            ),
+            "max_measured_extra_over_input": max(
+                (e.get("measured_extra_over_input", 0) for e in entries), default=None
+            ),
+            "geomean_ms": geomean(times) if len(times) == len(workloads) else None,
+            "timed": len(times),
+        }
+        log(f"[summary] {label:12} {summary[label]}")
+    return {"rows": rows, "summary": summary}
+
+
+def sweep(args) -> int:
+    t_start = time.time()
+    deadline = t_start + args.budget_s
+    task = load_task("077")
+    workloads = _workloads(task, args.smoke)
+    default_attn = tuple(kernel.ATTN_CONFIGS["fp16"])
+    attn_cands = list(dict.fromkeys([default_attn, *ATTN_SWEEP]))
+    if args.smoke:  # big GEMM tiles: the interpreter's cost grows with the number of programs
+        kernel.GEMM_CONFIGS["fp16"] = dict(PREV["gemm"])
+        attn_cands = [default_attn, ("persistent", 128, 256, 4, 8, 2, 1), ("persistent", 64, 256, 4, 4, 2, 2)]
+    ln = kernel.LN_CONFIG
+    jobs = [("attn", ATTN_REFERENCE)] + [("attn", cfg) for cfg in attn_cands]
+    jobs += [(f"gemm:{g}", kernel.GEMM_CONFIGS["fp16"][g]) for g in GEMMS]
+    jobs += [("prologue:fused", ln), ("prologue:plain", ln)]
+    jobs = list(dict.fromkeys(jobs))
+    errors = {job: err for job, err in precompile(jobs, args.workers).items() if err}
+    log(f"[compile] {len(jobs)} kernels in {time.time() - t_start:.1f} s, {len(errors)} failed")
+    for job, err in errors.items():
+        log(f"    {job}: {err}")
+    result: dict = {
+        "mode": "sweep",
+        "device": torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu (interpreter smoke run)",
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "compile_errors": {repr(k): v for k, v in errors.items()},
+        "defaults": {
+            "gemm": kernel.GEMM_CONFIGS["fp16"],
+            "attn": default_attn,
+            "workspace_ratio": kernel.WORKSPACE_RATIO,
+            "mlp_split": kernel.MLP_SPLIT,
+        },
+        "timer_e2e": "harness.timing.time_runnable, CUPTI span, median of --iterations after 5 warm-ups",
+        "timer_attn": "CUDA events, L2 flushed before each call, median of 10 after 2 warm-ups",
+    }
+    timer = Timer()
+    # phase 1: attention variants on the search shape (checked against the exact-bias per-item kernel)
+    attn = search_stage(
+        timer, "attn", _attn_case(*SEARCH_SHAPE), attn_cands, errors, t_start + 0.6 * args.budget_s
+    )
+    result["attn_search"] = attn
+    # phase 2: scratch plans (and the fastest attention variant) end to end
+    variants = [("new", "new", None), ("old", "old", None), ("x1.1", "x1.1", None)]
+    if args.smoke:
+        variants.append(("forced", "forced", None))
+    best = attn["best"]
+    if best is not None and tuple(best) != default_attn:
+        variants.append(("new+attn", "new", tuple(best)))
+        result["attn_e2e_config"] = best
+    result["e2e"] = sweep_end_to_end(task, workloads, variants, deadline, args.iterations)
+    result["elapsed_s"] = time.time() - t_start
+    path = args.out if args.out.suffix == ".json" else args.out / "tune_077_sweep.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1, default=str))
+    log(f"[done] {result['elapsed_s']:.0f} s, wrote {path}")
+    return 0
+
+
 # ------------------------------------------------------------------------------------------- main
 
 
@@ -509,6 +716,12 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1))
     parser.add_argument("--write-defaults", action="store_true", help="write the chosen configuration")
     parser.add_argument("--smoke", action="store_true", help="CPU interpreter dry run on tiny shapes")
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="scratch plans (new / old / 1.1 x) and attention variants end to end; --out FILE.json or DIR",
+    )
+    parser.add_argument("--iterations", type=int, default=20, help="--sweep: timed calls per workload")
     args = parser.parse_args()
     if args.smoke:
         if os.environ.get("TRITON_INTERPRET") != "1":
@@ -531,6 +744,8 @@ def main() -> int:
     elif not torch.cuda.is_available():
         print("tune.py needs a CUDA GPU (or --smoke with TRITON_INTERPRET=1)", file=sys.stderr)
         return 3
+    if args.sweep:
+        return sweep(args)
     t_start = time.time()
     deadline = t_start + args.budget_s
     args.out.mkdir(parents=True, exist_ok=True)
