@@ -892,14 +892,11 @@ def _fused_bwd_kernel(
             _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
-            if CVT_W:
-                acc_q, _ = _gemm_loop(
-                    d2, D, w_hid16, D, M, D, k_lo, k_hi, off_r, off_c, False, True, QM, QN, QBK, PREC, True
-                )
-            else:
-                acc_q, _ = _gemm_loop(
-                    d2, D, w_hid, D, M, D, k_lo, k_hi, off_r, off_c, False, True, QM, QN, QBK, PREC
-                )
+            # the fp16 copy of P's conversion items when CVT_W (a compile-time choice of the operand)
+            acc_q, _ = _gemm_loop(
+                d2, D, w_hid16 if CVT_W else w_hid, D, M, D, k_lo, k_hi, off_r, off_c, False, True,
+                QM, QN, QBK, PREC, CVT_W,
+            )  # fmt: skip
         done = nsplit == 1
         if Q_ATOMIC:
             # masked partial into D1 (fp32, zeroed by P; the mask commutes with the split-K sum)
@@ -960,14 +957,10 @@ def _fused_bwd_kernel(
             _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
-            if CVT_H:
-                acc_r, _ = _gemm_loop(
-                    d2, D, h1r16, D, D, D, k_lo, k_hi, off_r, off_c, True, True, RM, RN, RK, PREC, True
-                )
-            else:
-                acc_r, _ = _gemm_loop(
-                    d2, D, h1r, D, D, D, k_lo, k_hi, off_r, off_c, True, True, RM, RN, RK, PREC
-                )
+            acc_r, _ = _gemm_loop(
+                d2, D, h1r16 if CVT_H else h1r, D, D, D, k_lo, k_hi, off_r, off_c, True, True,
+                RM, RN, RK, PREC, CVT_H,
+            )  # fmt: skip
         if RSS > 1:  # dW_hid zeroed by the P stage's zero items
             rr_w = off_r + tl.arange(0, RM)
             cc_w = off_c + tl.arange(0, RN)
@@ -1012,14 +1005,10 @@ def _fused_bwd_kernel(
             _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
-            if CVT_I:
-                acc_t, _ = _gemm_loop(
-                    d1, D, w_in16, 256, M, 256, k_lo, k_hi, off_r, off_c, False, True, TM, TN, TBK, PREC, True
-                )
-            else:
-                acc_t, _ = _gemm_loop(
-                    d1, D, w_in, 256, M, 256, k_lo, k_hi, off_r, off_c, False, True, TM, TN, TBK, PREC
-                )
+            acc_t, _ = _gemm_loop(
+                d1, D, w_in16 if CVT_I else w_in, 256, M, 256, k_lo, k_hi, off_r, off_c, False, True,
+                TM, TN, TBK, PREC, CVT_I,
+            )  # fmt: skip
         dx = _sel(is_iou, dx_iou, dx_hyp + j * 256)
         ld_dx = _sel(is_iou, 256, 1024)
         dx_ptrs = dx + rr[:, None] * ld_dx + cc[None, :]
@@ -1064,48 +1053,10 @@ def _fused_bwd_kernel(
             _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
-            if CVT_X:
-                acc_s, cs_s = _gemm_loop(
-                    d1,
-                    D,
-                    x16,
-                    ld_x,
-                    D,
-                    256,
-                    k_lo,
-                    k_hi,
-                    off_r,
-                    off_c,
-                    True,
-                    True,
-                    SM,
-                    SN,
-                    SK,
-                    PREC,
-                    True,
-                    Q_ATOMIC,
-                )
-            else:
-                acc_s, cs_s = _gemm_loop(
-                    d1,
-                    D,
-                    x,
-                    ld_x,
-                    D,
-                    256,
-                    k_lo,
-                    k_hi,
-                    off_r,
-                    off_c,
-                    True,
-                    True,
-                    SM,
-                    SN,
-                    SK,
-                    PREC,
-                    False,
-                    Q_ATOMIC,
-                )
+            acc_s, cs_s = _gemm_loop(
+                d1, D, x16 if CVT_X else x, ld_x, D, 256, k_lo, k_hi, off_r, off_c, True, True,
+                SM, SN, SK, PREC, CVT_X, Q_ATOMIC,
+            )  # fmt: skip
         if RSS > 1:  # dW_in zeroed by the P stage's zero items
             rr_w = off_r + tl.arange(0, SM)
             cc_w = off_c + tl.arange(0, SN)
