@@ -576,6 +576,16 @@ def _split(u, n_iou, n_hyp):
     return mlp, lt
 
 
+@triton.jit
+def _rs_item(lt, RSS: tl.constexpr, n_cols, BM: tl.constexpr, BN: tl.constexpr, rs_len, M):
+    """R / S item lt: its [BM, BN] tile of a weight gradient with n_cols columns and its M range [k_lo, k_hi)."""
+    n_c = tl.cdiv(n_cols, BN)
+    tile = lt // RSS
+    ks = lt % RSS  # M range of this item (RSS > 1)
+    k_lo = ks * rs_len
+    return (tile // n_c) * BM, (tile % n_c) * BN, k_lo, tl.minimum(k_lo + rs_len, M)
+
+
 @triton.jit(do_not_specialize=["M"])
 def _fused_bwd_kernel(
     # inputs (biases are not read by the backward)
@@ -940,13 +950,7 @@ def _fused_bwd_kernel(
             _signal(cnt + (_CNT_Q + mlp) * _LINE)
     elif stage == 3:
         # R: dW_hid[o, i] = sum_m D2[m, o] H1r[m, i]; db_hid[o] = sum_m D2[m, o]
-        n_c = tl.cdiv(D, RN)
-        tile = lt // RSS
-        ks = lt % RSS  # M range of this item (RSS > 1)
-        off_r = (tile // n_c) * RM
-        off_c = (tile % n_c) * RN
-        k_lo = ks * rs_len
-        k_hi = tl.minimum(k_lo + rs_len, M)
+        off_r, off_c, k_lo, k_hi = _rs_item(lt, RSS, D, RM, RN, rs_len, M)
         if SINGLE_K:  # all of K = M in one chunk: load H1r before waiting for D2
             b_r = _single_k_t(d2, D, h1r, D, D, D, M, off_r, off_c, RM, RN, RK)
             _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
@@ -972,7 +976,7 @@ def _fused_bwd_kernel(
             )
         else:
             _store_tile(acc_r, dw_hid, D, D, D, off_r, off_c, RM, RN)
-        if (off_c == 0) & (ks == 0):  # db_hid from the P tiles' column sums
+        if (off_c == 0) & (k_lo == 0):  # db_hid from the P tiles' column sums
             db_hid = _sel(is_iou, db_hid_iou, db_hid_hyp + j * 256)
             rr_b = off_r + tl.arange(0, RM)
             tl.store(db_hid + rr_b, _col_partial_sums(ws_cs2, mt_p, col0, D, off_r, RM), mask=rr_b < D)
@@ -1036,13 +1040,7 @@ def _fused_bwd_kernel(
                 tl.store(dx_ptrs, acc_t, mask=dx_msk)
     else:
         # S: dW_in[i, c] = sum_m D1[m, i] X[m, c]; db_in[i] = sum_m D1[m, i]
-        n_c = tl.cdiv(256, SN)
-        tile = lt // RSS
-        ks = lt % RSS  # M range of this item (RSS > 1)
-        off_r = (tile // n_c) * SM
-        off_c = (tile % n_c) * SN
-        k_lo = ks * rs_len
-        k_hi = tl.minimum(k_lo + rs_len, M)
+        off_r, off_c, k_lo, k_hi = _rs_item(lt, RSS, 256, SM, SN, rs_len, M)
         if SINGLE_K:  # all of K = M in one chunk: load X before waiting for D1
             b_s = _single_k_t(d1, D, x, ld_x, D, 256, M, off_r, off_c, SM, SN, SK)
             _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
@@ -1072,7 +1070,7 @@ def _fused_bwd_kernel(
         if Q_ATOMIC and RSS > 1:  # db_in: D1's column sums over this M range, into zeros (P)
             if off_c == 0:
                 tl.atomic_add(db_in + rr_b, cs_s, mask=rr_b < D, sem="relaxed")
-        elif (off_c == 0) & (ks == 0):  # db_in: D1's column sums (Q_ATOMIC) or the sum of Q's tile sums
+        elif (off_c == 0) & (k_lo == 0):  # db_in: D1's column sums (Q_ATOMIC) or the sum of Q's tile sums
             if Q_ATOMIC:
                 tl.store(db_in + rr_b, cs_s, mask=rr_b < D)
             else:
