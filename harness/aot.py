@@ -1,0 +1,215 @@
+"""Ahead-of-time builds of a Triton solution's kernels for a GPU that is not here (sm_90a, sm_100a).
+
+Two steps, two processes:
+1. `capture_launches` calls the solution's entry point on CPU tensors under Triton's interpreter with every
+   kernel launch replaced by a recorder (nothing runs), so the launches are exactly those the solution's own
+   Python code makes: kernel, argument types, alignment, integer values and constexpr/launch options.
+2. `build_launches` compiles each recorded launch with Triton for a target architecture through Triton's own
+   specialization (so the signature and the divisibility attributes are what a launch on that GPU would
+   produce) in a fresh process without the interpreter, and returns resource figures (shared memory,
+   registers, spills) of the cubin.
+
+Paths a solution only takes on CUDA tensors (device-specific constexprs) are recorded as the CPU path takes
+them; a test can override constexprs of a recorded launch to cover them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+#: The sm_90a / sm_100a limits a launch must fit (bytes of shared memory per block, registers per thread).
+SHARED_LIMIT = {90: 227 * 1024, 100: 227 * 1024}
+REGISTER_LIMIT = 255
+
+
+@dataclass(frozen=True)
+class _Arg:
+    """A recorded argument: kind "tensor" (dtype, address mod 16), "desc" (a TensorDescriptor) or "value"."""
+
+    kind: str
+    data: tuple
+
+
+@dataclass
+class Launch:
+    """One recorded kernel launch: where the kernel lives, its arguments (described), its keyword arguments."""
+
+    module_file: str
+    kernel: str
+    args: list[_Arg]
+    kwargs: dict[str, Any] = field(default_factory=dict)  # constexprs and launch options as given
+
+
+def _describe(value: Any) -> _Arg:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    if isinstance(value, torch.Tensor):
+        return _Arg("tensor", (value.dtype, value.data_ptr() % 16))
+    if isinstance(value, TensorDescriptor):
+        shape = tuple(int(v) for v in value.shape)
+        strides = tuple(int(v) for v in value.strides)
+        return _Arg("desc", (value.base.dtype, shape, strides, tuple(value.block_shape)))
+    if value is None or isinstance(value, bool | int | float | str):
+        return _Arg("value", (value,))
+    raise TypeError(f"cannot record a kernel argument of type {type(value).__name__}")
+
+
+def capture_launches(entry: Callable, arguments: Sequence[Any]) -> list[Launch]:
+    """Call `entry(*arguments)` (CPU tensors, TRITON_INTERPRET=1) and return the launches it makes."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("capture_launches needs TRITON_INTERPRET=1 (set before triton is imported)")
+    from triton.runtime.interpreter import InterpretedFunction
+
+    launches: list[Launch] = []
+
+    def record(self, *args, grid, warmup, **kwargs):  # replaces InterpretedFunction.run: nothing runs
+        module = sys.modules[self.fn.__module__]
+        launches.append(
+            Launch(
+                module_file=str(Path(module.__file__).resolve()),
+                kernel=self.fn.__name__,
+                args=[_describe(a) for a in args],
+                kwargs={k: _describe(v) if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()},
+            )
+        )
+
+    original = InterpretedFunction.run
+    InterpretedFunction.run = record
+    try:
+        entry(*arguments)
+    finally:
+        InterpretedFunction.run = original
+    return launches
+
+
+# ------------------------------------------------------------------------------------------ build (child)
+
+
+def _rebuild(arg: Any) -> Any:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    if not isinstance(arg, _Arg):
+        return arg
+    if arg.kind == "value":
+        return arg.data[0]
+    if arg.kind == "tensor":
+        dtype, misalign = arg.data
+        size = torch.empty((), dtype=dtype).element_size()
+        base = torch.empty(64 + misalign // size + 1, dtype=dtype)
+        return base[misalign // size :]  # the same address residue modulo 16 as the recorded tensor
+    dtype, shape, strides, block = arg.data
+    return TensorDescriptor(torch.empty(64, dtype=dtype), list(shape), list(strides), list(block))
+
+
+def _resources(cubin: bytes) -> dict[str, int | None]:
+    import re
+    import tempfile
+
+    import triton
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    if not tool.exists():
+        return {"registers": None, "stack": None}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        text = subprocess.run([str(tool), "-res-usage", f.name], capture_output=True, text=True).stdout
+    m = re.search(r"REG:(\d+) STACK:(\d+)", text)
+    return (
+        {"registers": int(m.group(1)), "stack": int(m.group(2))} if m else {"registers": None, "stack": None}
+    )
+
+
+def _build_one(launch: Launch, arch: int, seen: set[str]) -> dict[str, Any] | None:
+    """Compile one launch; None when an identical specialization was built already."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource, make_backend
+    from triton.runtime.jit import create_function_from_signature
+
+    from harness.tasks import load_module
+
+    module = load_module(Path(launch.module_file), f"_aot_{Path(launch.module_file).parent.name}")
+    fn = getattr(module, launch.kernel)
+    target = GPUTarget("cuda", arch, 32)
+    backend = make_backend(target)
+    binder = create_function_from_signature(fn.signature, fn.params, backend)
+    args = [_rebuild(a) for a in launch.args]
+    kwargs = {k: _rebuild(v) for k, v in launch.kwargs.items()}
+    bound, specialization, options = binder(*args, **kwargs)
+    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, specialization, options)
+    key = repr(
+        (launch.module_file, launch.kernel, signature, constexprs, attrs, sorted(options.__dict__.items()))
+    )
+    if key in seen:
+        return None
+    seen.add(key)
+    kernel = triton.compile(
+        ASTSource(fn, signature, constexprs, attrs), target=target, options=options.__dict__
+    )
+    return {
+        "kernel": launch.kernel,
+        "arch": arch,
+        "shared": kernel.metadata.shared,
+        **_resources(kernel.asm["cubin"]),
+    }
+
+
+def _child_main(path: str, arch: int) -> None:
+    launches = pickle.loads(Path(path).read_bytes())
+    results: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for launch in launches:
+        try:
+            built = _build_one(launch, arch, seen)
+            if built is not None:
+                results.append(built)
+        except Exception as exc:  # noqa: BLE001 - reported per launch
+            results.append(
+                {"kernel": launch.kernel, "arch": arch, "error": f"{type(exc).__name__}: {exc}"[-2000:]}
+            )
+    print(json.dumps(results))
+
+
+def build_launches(launches: Sequence[Launch], arch: int, *, timeout: float = 1800) -> list[dict[str, Any]]:
+    """Compile the launches for sm_<arch> (90: sm_90a, 100: sm_100a) in a process without the interpreter.
+
+    One dict per distinct specialization: kernel, arch, shared (bytes), registers, stack (bytes), or error.
+    """
+    import tempfile
+
+    from harness import PROJECT_ROOT
+
+    unique: list[Launch] = []
+    for launch in launches:  # the same kernel with the same arguments compiles once
+        if launch not in unique:
+            unique.append(launch)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "launches.pkl"
+        path.write_bytes(pickle.dumps(unique))
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"from harness.aot import _child_main; _child_main({str(path)!r}, {arch})",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+        )
+    if proc.returncode != 0:
+        raise RuntimeError(f"AOT build for sm_{arch} failed: {proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -1,0 +1,81 @@
+"""Every Triton solution builds for the H200 (sm_90a) and the leaderboard's B200 (sm_100a), within the limits.
+
+The launches are the solution's own (recorded on CPU tensors under the interpreter, see harness.aot), then
+compiled by Triton for each architecture in a process without the interpreter. Shapes cover each kernel's
+configurations (074: both M ranges of its config table; 075: 8 and 16 query-token builds; 077: one chunked
+image, whose kernels are the same for every size). 075's GPU-only constexprs (inline-PTX prefetches) are
+switched on here, since the CPU path leaves them off.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from harness import PROJECT_ROOT
+from harness.aot import REGISTER_LIMIT, SHARED_LIMIT, build_launches, capture_launches
+from harness.inputs import allocate_outputs, gen_inputs, resolve_axes
+from harness.schema import Workload
+from harness.solution import load_solution
+from harness.tasks import load_task
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET") != "1", reason="records launches in Triton's interpreter (CPU runs)"
+)
+
+SHAPES = {
+    "074": [{"batch_size": 1, "point_batch_size": 64}, {"batch_size": 2, "point_batch_size": 256}],
+    "075": [
+        {"batch_size": 1, "point_batch_size": 2, "n_query_tokens": 5, "n_key_tokens": 1024},
+        {"batch_size": 1, "point_batch_size": 1, "n_query_tokens": 16, "n_key_tokens": 100},
+    ],
+    "077": [{"batch_size": 2, "height": 64, "width": 64}],
+}
+GPU_ONLY = {"075": {"PF_W": True, "PF_TOK": 32, "PF_DIST": 2}}  # what a CUDA launch sets (see kernel.py)
+
+
+def _launches(task_id: str):
+    task = load_task(task_id)
+    (folder,) = (PROJECT_ROOT / "solutions").glob(f"{task_id}_*/triton_fused")
+    solution = load_solution(folder)
+    launches = []
+    for axes in SHAPES[task_id]:
+        workload = Workload(uuid="aot", axes=axes, inputs=task.workloads[0].inputs)
+        torch.manual_seed(0)
+        inputs = gen_inputs(task.definition, workload, device="cpu")
+        outputs = allocate_outputs(task.definition, resolve_axes(task.definition, workload), device="cpu")
+        launches += capture_launches(solution.fn, [*inputs, *outputs])
+    for launch in launches:
+        launch.kwargs.update({k: v for k, v in GPU_ONLY.get(task_id, {}).items() if k in launch.kwargs})
+    return launches
+
+
+@pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("task_id", list(SHAPES))
+def test_triton_solution_builds(task_id, arch):
+    launches = _launches(task_id)
+    assert launches, "the solution launched no kernel"
+    builds = build_launches(launches, arch)
+    assert builds
+    for b in builds:
+        assert "error" not in b, b
+        assert b["shared"] <= SHARED_LIMIT[arch], b
+        assert b["registers"] is None or b["registers"] <= REGISTER_LIMIT, b
+
+
+def test_capture_records_what_the_solution_launches():
+    launches = _launches("074")
+    assert [launch.kernel for launch in launches] == ["_fused_bwd_kernel"] * 2
+    small, large = launches
+    assert small.kwargs != large.kwargs  # two configurations of the table (M = 64 and M = 512)
+    assert small.kwargs["num_warps"] == 8
+    kinds = {arg.kind for arg in small.args}
+    assert kinds <= {"tensor", "value"} and "tensor" in kinds
+
+
+def test_capture_needs_the_interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
+        capture_launches(lambda: None, [])
