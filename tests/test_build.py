@@ -12,7 +12,7 @@ from harness.errors import BuildError
 from harness.schema import CompileOptions, SolutionSpec
 
 PROJECT = Path(__file__).resolve().parent.parent
-CUDA_SOURCES = sorted(PROJECT.glob("solutions/*/*/*.cu"))
+CUDA_SOURCES = sorted(PROJECT.glob("solutions/*/*/*.cu")) + sorted(PROJECT.glob("tests/fixtures/*/*.cu"))
 
 G100 = "-gencode=arch=compute_100a,code=sm_100a"
 G90 = "-gencode=arch=compute_90a,code=sm_90a"

@@ -382,3 +382,22 @@ def test_solbench_run_end_to_end(tmp_path):
         assert len(ev.extra["timing"]["times_ms"]) == 5
         if t.solution == "torch_reference":
             assert ev.extra["baseline_ms"] is not None and ev.extra["score"] is not None
+
+
+CPP_TINY_ADD = PROJECT / "tests" / "fixtures" / "cpp_tiny_add"
+
+
+@pytest.mark.gpu
+def test_a_cuda_cpp_solution_builds_the_official_way_and_passes(tiny, tmp_path, monkeypatch):
+    # the real torch.utils.cpp_extension.load build (module benchmark_kernel, -gencode for this GPU), its
+    # cache, and the C++ entry through the subprocess driver; a second evaluation reuses the cached build
+    monkeypatch.setenv("SOLBENCH_CACHE", str(tmp_path / "cache"))
+    options = RunOptions(definitions_dir=TINY_DEFINITIONS, timeout_s=900)
+    for _ in range(2):
+        traces = evaluate_isolated(tiny, CPP_TINY_ADD, tiny.workloads, options)
+        assert [t.evaluation.status for t in traces] == [EvaluationStatus.PASSED] * len(tiny.workloads), [
+            t.evaluation.log for t in traces
+        ]
+        assert all(t.evaluation.performance.latency_ms > 0 for t in traces)
+    builds = list((tmp_path / "cache" / "build").iterdir())
+    assert len(builds) == 1 and list(builds[0].rglob("benchmark_kernel*.so"))
