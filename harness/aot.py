@@ -213,3 +213,94 @@ def build_launches(launches: Sequence[Launch], arch: int, *, timeout: float = 18
     if proc.returncode != 0:
         raise RuntimeError(f"AOT build for sm_{arch} failed: {proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------------------------------ a solution
+
+
+ARCH_TAGS = {"sm_90a": 90, "sm_100a": 100}
+
+
+def capture_solution(folder: Path, prefixes: Sequence[str] = ()) -> list[Launch]:
+    """The launches of a Python (Triton) solution over the task's workloads (all, or those prefixes name).
+
+    Inputs and outputs are meta tensors (no memory, no values), so even the largest workloads cost nothing;
+    needs TRITON_INTERPRET=1 in this process.
+    """
+    from harness.inputs import allocate_outputs, gen_inputs, resolve_axes
+    from harness.solution import load_solution, read_solution_dir
+    from harness.tasks import load_task
+
+    spec = read_solution_dir(Path(folder))
+    task = load_task(spec.definition)
+    workloads = [task.workload(p) for p in prefixes] if prefixes else list(task.workloads)
+    entry = load_solution(Path(folder)).fn
+    launches: list[Launch] = []
+    for workload in workloads:
+        inputs = gen_inputs(task.definition, workload, device="meta")
+        outputs = allocate_outputs(task.definition, resolve_axes(task.definition, workload), device="meta")
+        launches += capture_launches(entry, [*inputs, *outputs])
+    return launches
+
+
+def _capture_main(folder: str, prefixes: list[str], out: str) -> None:
+    Path(out).write_bytes(pickle.dumps(capture_solution(Path(folder), prefixes)))
+
+
+def check_solution_build(
+    folder: Path, archs: Sequence[str], prefixes: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Build a solution for each arch tag ('sm_90a', 'sm_100a') without a GPU; one row per kernel build.
+
+    Triton/Python solutions: their recorded launches compiled by Triton (rows: kernel, arch, shared,
+    registers, stack, ok, problem). C++/CUDA solutions: each top-level .cu through nvcc -c (rows: kernel =
+    the source file). `ok` is False when the build failed or a limit (SHARED_LIMIT, REGISTER_LIMIT) is
+    exceeded.
+    """
+    import tempfile
+
+    from harness import PROJECT_ROOT
+    from harness.build import compile_only, cpp_sources
+    from harness.errors import BuildError, HarnessError
+    from harness.solution import read_solution_dir
+
+    folder = Path(folder)
+    spec = read_solution_dir(folder)
+    unknown = [a for a in archs if a not in ARCH_TAGS]
+    if unknown:
+        raise HarnessError(f"--arch: expected one of {', '.join(ARCH_TAGS)}, got {unknown[0]!r}")
+    rows: list[dict[str, Any]] = []
+    if any(lang in ("cuda_cpp", "cutlass", "cudnn", "cublas") for lang in spec.languages):
+        with tempfile.TemporaryDirectory() as tmp:
+            for source in cpp_sources(folder):
+                if source.suffix != ".cu":
+                    continue
+                for arch in archs:
+                    row: dict[str, Any] = {"kernel": source.name, "arch": ARCH_TAGS[arch]}
+                    try:
+                        compile_only(source, [arch.removeprefix("sm_")], Path(tmp))
+                        rows.append({**row, "ok": True, "problem": ""})
+                    except BuildError as exc:
+                        rows.append({**row, "ok": False, "problem": str(exc).splitlines()[-1][-300:]})
+        return rows
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "launches.pkl"
+        code = f"from harness.aot import _capture_main; _capture_main({str(folder)!r}, {list(prefixes)!r}, {str(out)!r})"
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
+            raise BuildError(f"{folder}: recording the launches failed: {tail[0][-300:]}")
+        launches = pickle.loads(out.read_bytes())
+    if not launches:
+        raise BuildError(f"{folder}: the solution launched no Triton kernel")
+    for arch in archs:
+        for built in build_launches(launches, ARCH_TAGS[arch]):
+            problem = built.get("error", "")
+            if not problem and built["shared"] > SHARED_LIMIT[built["arch"]]:
+                problem = f"shared memory {built['shared']} B > {SHARED_LIMIT[built['arch']]} B"
+            if not problem and (built.get("registers") or 0) > REGISTER_LIMIT:
+                problem = f"{built['registers']} registers > {REGISTER_LIMIT}"
+            rows.append({**built, "ok": not problem, "problem": problem})
+    return rows

@@ -570,5 +570,49 @@ def report_cmd(trace_files, sol_convention, gpu, output, as_json) -> None:
     sys.exit(EXIT_OK if passed else EXIT_FAILED)
 
 
+@main.command(name="build")
+@click.argument("solution_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--arch",
+    "archs",
+    multiple=True,
+    type=click.Choice(["sm_90a", "sm_100a"]),
+    default=("sm_90a", "sm_100a"),
+    show_default=True,
+    help="Target (repeatable): sm_90a = H100/H200, sm_100a = B200 (the leaderboard).",
+)
+@click.option(
+    "--workload", "workload_prefixes", multiple=True, help="Workload uuid prefix (default: all 16)."
+)
+def build_cmd(solution_dir, archs, workload_prefixes) -> None:
+    """Build SOLUTION_DIR for each target without a GPU: Triton kernels as the solution launches them on
+    the task's workloads (recorded, nothing runs), CUDA sources through nvcc; shared memory and registers
+    checked against the limits. Exit 0 only when every build fits."""
+    from rich.table import Table
+
+    from harness.aot import check_solution_build
+    from harness.errors import BuildError
+
+    rows = check_solution_build(solution_dir, archs, workload_prefixes)
+    table = Table(title=f"{solution_dir} · builds", title_justify="left")
+    for column in ("kernel", "arch", "shared KiB", "registers", "stack B", "status"):
+        table.add_column(column, justify="left" if column in ("kernel", "status") else "right")
+    for r in rows:
+        shared = f"{r['shared'] / 1024:.1f}" if r.get("shared") is not None else "-"
+        table.add_row(
+            r["kernel"],
+            f"sm_{r['arch']}a",
+            shared,
+            str(r.get("registers") if r.get("registers") is not None else "-"),
+            str(r.get("stack") if r.get("stack") is not None else "-"),
+            "ok" if r["ok"] else f"FAILED: {r['problem']}",
+        )
+    console.print(table)
+    failed = [r for r in rows if not r["ok"]]
+    if failed:
+        raise BuildError(f"{solution_dir}: {len(failed)} of {len(rows)} builds failed or exceed a limit")
+    console.print(f"{len(rows)} builds fit ({', '.join(archs)})", highlight=False)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -79,3 +79,45 @@ def test_capture_needs_the_interpreter(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
         capture_launches(lambda: None, [])
+
+
+# ------------------------------------------------------------------------------------------ solbench build
+
+SOLUTION_074 = next((PROJECT_ROOT / "solutions").glob("074_*/triton_fused"))
+
+
+def test_solbench_build_reports_each_kernel_build(monkeypatch):
+    from click.testing import CliRunner
+
+    from harness import aot
+    from harness.cli import main
+
+    args = ["build", str(SOLUTION_074), "--arch", "sm_100a", "--workload", "0b4dbe91"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "_fused_bwd_kernel" in result.output and "1 builds fit (sm_100a)" in result.output
+    monkeypatch.setitem(aot.SHARED_LIMIT, 100, 1024)  # a limit the kernel cannot fit
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert "shared memory" in result.output and "1 of 1 builds failed or exceed a limit" in result.output
+
+
+def test_check_solution_build_compiles_cuda_sources_with_nvcc():
+    from harness.aot import check_solution_build
+    from harness.build import nvcc_path
+
+    if nvcc_path() is None:
+        pytest.skip("needs nvcc")
+    rows = check_solution_build(PROJECT_ROOT / "tests" / "fixtures" / "cpp_tiny_add", ["sm_90a", "sm_100a"])
+    assert [(r["kernel"], r["arch"], r["ok"]) for r in rows] == [
+        ("kernel.cu", 90, True),
+        ("kernel.cu", 100, True),
+    ]
+
+
+def test_check_solution_build_rejects_an_unknown_arch():
+    from harness.aot import check_solution_build
+    from harness.errors import HarnessError
+
+    with pytest.raises(HarnessError, match="--arch"):
+        check_solution_build(SOLUTION_074, ["sm_80"])
