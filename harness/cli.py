@@ -30,6 +30,55 @@ class _Group(click.Group):
             sys.exit(exc.exit_code)
 
 
+# options shared by several commands
+_workload_option = click.option(
+    "--workload",
+    "workload_prefixes",
+    multiple=True,
+    help="Workload uuid prefix (repeatable; default: all 16).",
+)
+_traces_json_option = click.option(
+    "--json", "as_json", is_flag=True, help="One official-layout trace per workload on stdout."
+)
+_inputs_option = click.option(
+    "--inputs",
+    "input_kind",
+    type=click.Choice(["generated", "stored"]),
+    default="generated",
+    show_default=True,
+    help="stored: every round uses workloads/<task>/<uuid>.safetensors (see `solbench workloads`).",
+)
+_sol_option = click.option(
+    "--sol",
+    "sol_convention",
+    type=click.Choice(["leaderboard", "fp32-io"]),
+    default="leaderboard",
+    show_default=True,
+    help="Speed-of-light convention of the T_SOL, % SOL and score columns.",
+)
+
+
+def _out_option(default: str, help_text: str):
+    """-o/--out DIRECTORY, shared by pack, submit, export and import."""
+    return click.option(
+        "-o",
+        "--out",
+        "out_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path(default),
+        show_default=True,
+        help=help_text,
+    )
+
+
+_target_option = click.option(
+    "--target",
+    type=click.Choice(["B200", "LOCAL"]),
+    default=None,
+    help="Replace the target_hardware list (default: solution.yaml's).",
+)
+
+
 @click.group(cls=_Group)
 @click.version_option(package_name="sam-hq-solbench")
 def main() -> None:
@@ -110,20 +159,13 @@ def _check_device(device: str) -> None:
 @click.option(
     "--device", type=click.Choice(["cpu", "cuda"]), default=None, help="Default: cuda if available, else cpu."
 )
-@click.option("--workload", "workload_prefixes", multiple=True, help="Workload uuid prefix (repeatable).")
+@_workload_option
 @click.option("--rounds", type=click.IntRange(1), default=10, show_default=True)
 @click.option(
     "--smoke", is_flag=True, help="Shrink every var axis to min(v, 16) so a CPU check takes seconds."
 )
-@click.option("--json", "as_json", is_flag=True, help="One official-layout trace per workload on stdout.")
-@click.option(
-    "--inputs",
-    "input_kind",
-    type=click.Choice(["generated", "stored"]),
-    default="generated",
-    show_default=True,
-    help="stored: every round uses workloads/<task>/<uuid>.safetensors (see `solbench workloads`).",
-)
+@_traces_json_option
+@_inputs_option
 def check(task_name, solutions, device, workload_prefixes, rounds, smoke, as_json, input_kind) -> None:
     """Run the official correctness procedure for TASK (no timing) and print a table."""
     import torch
@@ -269,27 +311,6 @@ def _notes(notes) -> None:
         console.print(f"[yellow]note[/yellow] {note}", highlight=False)
 
 
-def _out_option(default: str, help_text: str):
-    """-o/--out DIRECTORY, shared by pack, submit, export and import."""
-    return click.option(
-        "-o",
-        "--out",
-        "out_dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=Path(default),
-        show_default=True,
-        help=help_text,
-    )
-
-
-_target_option = click.option(
-    "--target",
-    type=click.Choice(["B200", "LOCAL"]),
-    default=None,
-    help="Replace the target_hardware list (default: solution.yaml's).",
-)
-
-
 @main.command(name="pack")
 @click.argument("solution_dir", type=click.Path(file_okay=False, path_type=Path))
 @_out_option("dist", "Writes <out>/<definition>/<solution>/solution.json (+ .sha256).")
@@ -307,7 +328,7 @@ def pack_cmd(solution_dir, out_dir, target) -> None:
 @click.argument("solution_dir", type=click.Path(file_okay=False, path_type=Path))
 @_out_option("dist", "Where the packed solution.json and summary.json go.")
 @_target_option
-@click.option("--json", "as_json", is_flag=True, help="One official-layout trace per workload on stdout.")
+@_traces_json_option
 def submit_cmd(solution_dir, out_dir, target, as_json) -> None:
     """Pack SOLUTION_DIR, run the full evaluation of the packed JSON, write summary.json beside it."""
     from harness.package import submit as submit_solution
@@ -455,7 +476,7 @@ def workloads_verify(task_names_given) -> None:
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False), help="Write the traces (JSONL) to this file."
 )
-@click.option("--json", "as_json", is_flag=True, help="One official-layout trace per workload on stdout.")
+@_traces_json_option
 @click.option(
     "--timer",
     type=click.Choice(["cupti", "events"]),
@@ -465,16 +486,9 @@ def workloads_verify(task_names_given) -> None:
 )
 @click.option("--warmup", type=click.IntRange(0), default=10, show_default=True)
 @click.option("--iterations", type=click.IntRange(1), default=50, show_default=True)
-@click.option("--workload", "workload_prefixes", multiple=True, help="Workload uuid prefix (repeatable).")
+@_workload_option
 @click.option("--no-reference", is_flag=True, help="Do not time the reference (reference latency 0).")
-@click.option(
-    "--sol",
-    "sol_convention",
-    type=click.Choice(["leaderboard", "fp32-io"]),
-    default="leaderboard",
-    show_default=True,
-    help="Speed-of-light convention of the T_SOL, % SOL and score columns.",
-)
+@_sol_option
 @click.option(
     "--gpu",
     type=click.Choice(["H200", "H100", "B200"]),
@@ -495,14 +509,7 @@ def workloads_verify(task_names_given) -> None:
     show_default=True,
     help="Seconds for one solution x task subprocess.",
 )
-@click.option(
-    "--inputs",
-    "input_kind",
-    type=click.Choice(["generated", "stored"]),
-    default="generated",
-    show_default=True,
-    help="stored: every round uses workloads/<task>/<uuid>.safetensors (see `solbench workloads`).",
-)
+@_inputs_option
 def run_cmd(
     task_names,
     solutions,
@@ -544,13 +551,7 @@ def run_cmd(
 
 @main.command(name="report")
 @click.argument("trace_files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--sol",
-    "sol_convention",
-    type=click.Choice(["leaderboard", "fp32-io"]),
-    default="leaderboard",
-    show_default=True,
-)
+@_sol_option
 @click.option(
     "--gpu",
     type=click.Choice(["H200", "H100", "B200"]),
@@ -581,9 +582,7 @@ def report_cmd(trace_files, sol_convention, gpu, output, as_json) -> None:
     show_default=True,
     help="Target (repeatable): sm_90a = H100/H200, sm_100a = B200 (the leaderboard).",
 )
-@click.option(
-    "--workload", "workload_prefixes", multiple=True, help="Workload uuid prefix (default: all 16)."
-)
+@_workload_option
 def build_cmd(solution_dir, archs, workload_prefixes) -> None:
     """Build SOLUTION_DIR for each target without a GPU: Triton kernels as the solution launches them on
     the task's workloads (recorded, nothing runs), CUDA sources through nvcc; shared memory and registers
