@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from harness.schema import Workload
+
 #: The sm_90a / sm_100a limits a launch must fit (bytes of shared memory per block, registers per thread).
 SHARED_LIMIT = {90: 227 * 1024, 100: 227 * 1024}
 REGISTER_LIMIT = 255
@@ -188,17 +190,12 @@ def build_launches(launches: Sequence[Launch], arch: int, *, timeout: float = 18
     """
     import tempfile
 
-    from harness import PROJECT_ROOT
+    from harness import child_env
 
-    unique: list[Launch] = []
-    for launch in launches:  # the same kernel with the same arguments compiles once
-        if launch not in unique:
-            unique.append(launch)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
+    env = child_env(TRITON_INTERPRET=None)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "launches.pkl"
-        path.write_bytes(pickle.dumps(unique))
+        path.write_bytes(pickle.dumps(list(launches)))  # the child builds each specialization once
         proc = subprocess.run(
             [
                 sys.executable,
@@ -221,8 +218,11 @@ def build_launches(launches: Sequence[Launch], arch: int, *, timeout: float = 18
 ARCH_TAGS = {"sm_90a": 90, "sm_100a": 100}
 
 
-def capture_solution(folder: Path, prefixes: Sequence[str] = ()) -> list[Launch]:
-    """The launches of a Python (Triton) solution over the task's workloads (all, or those prefixes name).
+def capture_solution(
+    folder: Path, prefixes: Sequence[str] = (), workloads: Sequence[Workload] | None = None
+) -> list[Launch]:
+    """The launches of a Python (Triton) solution over the task's workloads (all, those prefixes name, or
+    the given `workloads`, e.g. synthetic sizes).
 
     Inputs and outputs are meta tensors (no memory, no values), so even the largest workloads cost nothing;
     needs TRITON_INTERPRET=1 in this process.
@@ -233,7 +233,8 @@ def capture_solution(folder: Path, prefixes: Sequence[str] = ()) -> list[Launch]
 
     spec = read_solution_dir(Path(folder))
     task = load_task(spec.definition)
-    workloads = [task.workload(p) for p in prefixes] if prefixes else list(task.workloads)
+    if workloads is None:
+        workloads = [task.workload(p) for p in prefixes] if prefixes else list(task.workloads)
     entry = load_solution(Path(folder)).fn
     launches: list[Launch] = []
     for workload in workloads:
@@ -259,7 +260,7 @@ def check_solution_build(
     """
     import tempfile
 
-    from harness import PROJECT_ROOT
+    from harness import child_env
     from harness.build import compile_only, cpp_sources
     from harness.errors import BuildError, HarnessError
     from harness.solution import read_solution_dir
@@ -283,8 +284,7 @@ def check_solution_build(
                     except BuildError as exc:
                         rows.append({**row, "ok": False, "problem": str(exc).splitlines()[-1][-300:]})
         return rows
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
+    env = child_env(TRITON_INTERPRET="1")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "launches.pkl"
         code = f"from harness.aot import _capture_main; _capture_main({str(folder)!r}, {list(prefixes)!r}, {str(out)!r})"

@@ -342,12 +342,9 @@ def solution_name_of(solution) -> str:
 
 
 def _child_env() -> dict[str, str]:
-    import os
+    from harness import child_env
 
-    from harness import PROJECT_ROOT
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
+    env = child_env()
     env.setdefault("PYTORCH_ALLOC_CONF", "expandable_segments:True")  # as the official CLI sets it
     return env
 

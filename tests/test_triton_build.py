@@ -1,6 +1,6 @@
 """Every Triton solution builds for the H200 (sm_90a) and the leaderboard's B200 (sm_100a), within the limits.
 
-The launches are the solution's own (recorded on CPU tensors under the interpreter, see harness.aot), then
+The launches are the solution's own (recorded on meta tensors under the interpreter, see harness.aot), then
 compiled by Triton for each architecture in a process without the interpreter. Shapes cover each kernel's
 configurations (074: both M ranges of its config table; 075: 8 and 16 query-token builds; 077: one chunked
 image, whose kernels are the same for every size). 075's GPU-only constexprs (inline-PTX prefetches) are
@@ -12,13 +12,10 @@ from __future__ import annotations
 import os
 
 import pytest
-import torch
 
 from harness import PROJECT_ROOT
-from harness.aot import REGISTER_LIMIT, SHARED_LIMIT, build_launches, capture_launches
-from harness.inputs import allocate_outputs, gen_inputs, resolve_axes
+from harness.aot import REGISTER_LIMIT, SHARED_LIMIT, build_launches, capture_launches, capture_solution
 from harness.schema import Workload
-from harness.solution import load_solution
 from harness.tasks import load_task
 
 pytestmark = pytest.mark.skipif(
@@ -39,14 +36,8 @@ GPU_ONLY = {"075": {"PF_W": True, "PF_TOK": 32, "PF_DIST": 2}}  # what a CUDA la
 def _launches(task_id: str):
     task = load_task(task_id)
     (folder,) = (PROJECT_ROOT / "solutions").glob(f"{task_id}_*/triton_fused")
-    solution = load_solution(folder)
-    launches = []
-    for axes in SHAPES[task_id]:
-        workload = Workload(uuid="aot", axes=axes, inputs=task.workloads[0].inputs)
-        torch.manual_seed(0)
-        inputs = gen_inputs(task.definition, workload, device="cpu")
-        outputs = allocate_outputs(task.definition, resolve_axes(task.definition, workload), device="cpu")
-        launches += capture_launches(solution.fn, [*inputs, *outputs])
+    workloads = [Workload(uuid="aot", axes=axes, inputs=task.workloads[0].inputs) for axes in SHAPES[task_id]]
+    launches = capture_solution(folder, workloads=workloads)
     for launch in launches:
         launch.kwargs.update({k: v for k, v in GPU_ONLY.get(task_id, {}).items() if k in launch.kwargs})
     return launches
