@@ -11,6 +11,7 @@ import ast
 import enum
 import json
 import keyword
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, get_args
 
@@ -641,37 +642,28 @@ def load_solution_json(path: Path) -> Solution:
     return validate_model(Solution, data, path)
 
 
-def load_workloads_jsonl(path: Path) -> list[Workload]:
+def _load_jsonl(path: Path, model: type[BaseModel], keep: Callable[[str], bool]) -> list[Any]:
+    """One `model` per stripped line for which `keep` holds; errors name the file and the line."""
     try:
         lines = path.read_text().splitlines()
     except FileNotFoundError:
         raise SchemaError(f"{path}: file not found") from None
-    workloads = []
+    items = []
     for lineno, line in enumerate(lines, 1):
         line = line.strip()
-        if not line:
+        if not keep(line):
             continue
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise SchemaError(f"{path}: line {lineno}: invalid JSON: {exc.msg}") from None
-        workloads.append(validate_model(Workload, data, f"{path}:{lineno}"))
-    return workloads
+        items.append(validate_model(model, data, f"{path}:{lineno}"))
+    return items
+
+
+def load_workloads_jsonl(path: Path) -> list[Workload]:
+    return _load_jsonl(path, Workload, bool)  # blank lines skipped
 
 
 def load_traces_jsonl(path: Path) -> list[Trace]:
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        raise SchemaError(f"{path}: file not found") from None
-    traces = []
-    for lineno, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SchemaError(f"{path}: line {lineno}: invalid JSON: {exc.msg}") from None
-        traces.append(validate_model(Trace, data, f"{path}:{lineno}"))
-    return traces
+    return _load_jsonl(path, Trace, lambda line: line.startswith("{"))  # non-JSON lines (logs) skipped
