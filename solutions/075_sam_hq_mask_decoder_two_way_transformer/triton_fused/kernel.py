@@ -61,16 +61,6 @@ _RT = tl.constexpr(RT)
 
 
 @triton.jit
-def _layernorm(y, w_ptr, b_ptr, C: tl.constexpr):
-    c = tl.arange(0, C)
-    mean = tl.sum(y, 1) / C
-    yc = y - mean[:, None]
-    var = tl.sum(yc * yc, 1) / C
-    rstd = 1.0 / tl.sqrt(var + 1e-6)
-    return yc * rstd[:, None] * tl.load(w_ptr + c)[None, :] + tl.load(b_ptr + c)[None, :]
-
-
-@triton.jit
 def _arrive(ptr):
     # every thread's stores/atomics of this phase precede the release by the one thread doing the add
     tl.debug_barrier()
@@ -189,6 +179,14 @@ def _row_stats(y):
 
 
 @triton.jit
+def _ln_cols(y, mean, rstd, lnw, lnb, cols, live):
+    """LayerNorm of the columns `cols` of a row block, given its rows' mean and 1/std (_row_stats)."""
+    x = (y - mean[:, None]) * rstd[:, None] * tl.load(lnw + cols, mask=live, other=0.0)[None, :]
+    x += tl.load(lnb + cols, mask=live, other=0.0)[None, :]
+    return x
+
+
+@triton.jit
 def _proj(
     x_ptr, off, ok, mean, rstd, lnw, lnb, pe_ptr, w_ptr, wrow, live,
     N: tl.constexpr, LN: tl.constexpr, PE: tl.constexpr, C: tl.constexpr, KC: tl.constexpr,
@@ -202,8 +200,7 @@ def _proj(
         xo = off[:, None] + cols[None, :]
         x = tl.load(x_ptr + xo, mask=ok[:, None], other=0.0, cache_modifier=".cg")
         if LN:
-            x = (x - mean[:, None]) * rstd[:, None] * tl.load(lnw + cols, mask=live, other=0.0)[None, :]
-            x += tl.load(lnb + cols, mask=live, other=0.0)[None, :]
+            x = _ln_cols(x, mean, rstd, lnw, lnb, cols, live)
         if PE:
             x += tl.load(pe_ptr + xo, mask=ok[:, None], other=0.0)
         wk = tl.load(w_ptr + wrow[:, None] * C + cols[None, :], mask=live, other=0.0)  # [N, KC]
@@ -465,8 +462,7 @@ def _ph6_ln3_i2t_fold(
     mean, rstd = _row_stats(y)
     if NC == C:  # (NC < C: in the column loop below)
         if h == 0:
-            x3 = (y - mean[:, None]) * rstd[:, None] * tl.load(ln3w + c, mask=live, other=0.0)[None, :]
-            x3 += tl.load(ln3b + c, mask=live, other=0.0)[None, :]
+            x3 = _ln_cols(y, mean, rstd, ln3w, ln3b, c, live)
             tl.store(out_q + off, x3, mask=valid[:, None])
     kh = tl.zeros([_RT, 16], tl.float32)
     vh = tl.zeros([_RT, 16], tl.float32)
@@ -474,8 +470,7 @@ def _ph6_ln3_i2t_fold(
         cols = kb + tl.arange(0, KC)
         xo = r[:, None] * C + cols[None, :]
         x3p = tl.load(y3acc + xo, mask=valid[:, None], other=0.0, cache_modifier=".cg")
-        x3p = (x3p - mean[:, None]) * rstd[:, None] * tl.load(ln3w + cols, mask=live, other=0.0)[None, :]
-        x3p += tl.load(ln3b + cols, mask=live, other=0.0)[None, :]
+        x3p = _ln_cols(x3p, mean, rstd, ln3w, ln3b, cols, live)
         xk = x3p + tl.load(qp_ptr + xo, mask=valid[:, None], other=0.0)
         w_k = tl.load(wk + d[:, None] * C + cols[None, :], mask=live, other=0.0)  # [16, KC]
         w_v = tl.load(wv + d[:, None] * C + cols[None, :], mask=live, other=0.0)
@@ -503,8 +498,7 @@ def _ph6_ln3_i2t_fold(
             if h == 0:  # output_queries, this piece of the rows again (L1)
                 offn = r[:, None] * C + cn[None, :]
                 yn = tl.load(y3acc + offn, mask=valid[:, None], other=0.0, cache_modifier=".cg")
-                x3 = (yn - mean[:, None]) * rstd[:, None] * tl.load(ln3w + cn, mask=live, other=0.0)[None, :]
-                x3 += tl.load(ln3b + cn, mask=live, other=0.0)[None, :]
+                x3 = _ln_cols(yn, mean, rstd, ln3w, ln3b, cn, live)
                 tl.store(out_q + offn, x3, mask=valid[:, None])
 
 
@@ -803,7 +797,7 @@ class Config:
     min_chunk: int = 32  # fewest key tokens per chunk
     waves: float = 1.0  # key chunks (t2i pass work items) per program
     nd: int = 4  # phase-4 channel slices (256 / nd channels each)
-    ncb: int = 4  # chunk partials combined per step in phase 4 (16 before 2026-11-29 run 2: 4 is 7.6 % faster)
+    ncb: int = 4  # chunk partials combined per step in phase 4 (16 until 2026-11-29: 4 is 7.6 % faster)
     hb: int = 32  # MLP hidden block
     kc: int = 64  # contraction piece of the query-side projections (a real loop over 256 / kc pieces)
     nc: int = 256  # output-column piece of the query-side [16, 256] products (< 256: a real loop, less code)
