@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import PROJECT_ROOT, __version__
+from harness.build import CPP_SOURCE_SUFFIXES  # what the official build compiles (top level only)
 from harness.errors import EXIT_FAILED, EnvironmentProblem, HarnessError, SchemaError
 from harness.schema import (
     CPP_LANGUAGES,
@@ -40,7 +41,6 @@ from harness.solution import SOLUTION_FILE, check_entry_signature, read_solution
 DIST_DIR = PROJECT_ROOT / "dist"
 PACKED_NAME = "solution.json"
 SUMMARY_NAME = "summary.json"
-CPP_COMPILED = (".cu", ".cpp", ".cc", ".cxx", ".c")  # what the official build compiles (top level only)
 _CPP_EXTENSION_CALLS = {"load", "load_inline"}
 _SPEC_KEYS = (
     "languages",
@@ -183,10 +183,10 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 
 def _check_cpp(folder: Path, spec: SolutionFile, target: list[str], notes: list[str]) -> None:
     where = folder / SOLUTION_FILE
-    compiled = [s for s in spec.sources if s.endswith(CPP_COMPILED)]
+    compiled = [s for s in spec.sources if s.endswith(CPP_SOURCE_SUFFIXES)]
     if not compiled:
         raise SchemaError(
-            f"{where}: sources: expected at least one of {', '.join(CPP_COMPILED)} (the official build "
+            f"{where}: sources: expected at least one of {', '.join(CPP_SOURCE_SUFFIXES)} (the official build "
             f"compiles those), got {spec.sources}"
         )
     for src in spec.sources:
