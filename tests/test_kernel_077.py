@@ -11,6 +11,7 @@ Tolerance: the tightest official one (atol 0.015, rtol 1e-5), and at least 99.9 
 from __future__ import annotations
 
 import math
+import types
 
 import pytest
 import torch
@@ -295,3 +296,90 @@ def test_scratch_plan_overrides():
     assert kernel.plan_scratch(3, 40, 50, workspace_bytes=1).chunks == tuple(
         kernel.plan_chunks(3, 40, 50, 1)
     )  # one band per chunk
+
+
+# ------------------------------------------------------------------------------------------ direct launches
+
+
+class _FakeCompiled:
+    def __init__(self, calls, grid_seen):
+        self.calls, self.grid_seen = calls, grid_seen
+
+    def __getitem__(self, grid):
+        self.grid_seen.append(grid)
+        return lambda *params, stream=None: self.calls.append((grid, params, stream))
+
+
+class _FakeJit:
+    """Stands in for a triton.JITFunction: `warmup` returns a compiled kernel that records its launches."""
+
+    def __init__(self, fn, calls, grids):
+        self.fn, self.calls, self.grids, self.warmups = fn, calls, grids, 0
+
+    def warmup(self, *args, grid, **kwargs):
+        self.warmups += 1
+        return _FakeCompiled(self.calls, self.grids)
+
+
+def _fake_kernel(x_ptr, n, eps, BLOCK: tl.constexpr, FLAG: tl.constexpr = 3, MODE: tl.constexpr = 7):
+    pass
+
+
+def test_direct_launch_passes_every_parameter_in_order(monkeypatch):
+    calls, grids = [], []
+    fake = _FakeJit(_fake_kernel, calls, grids)
+    x = torch.zeros(8)
+    plan = [
+        (fake, (5,), (x, 9, 0.5), dict(BLOCK=64, MODE=1, num_warps=4, num_stages=2)),
+        (fake, (2, 3), (x, 1), dict(eps=2.0, BLOCK=32, FLAG=0, num_warps=8)),
+    ]
+    monkeypatch.setattr(kernel, "_direct_launch_ok", lambda plan: True)
+    monkeypatch.setattr(kernel, "_RUNNERS", {})
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: types.SimpleNamespace(cuda_stream=1234))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    kernel._launch(plan)
+    assert grids == [(5, 1, 1), (2, 3, 1)]  # the compiled runner indexes three grid dimensions
+    # every signature parameter, constexprs and defaults included, launch options (num_warps...) left out
+    assert [c[1] for c in calls] == [(x, 9, 0.5, 64, 3, 1), (x, 1, 2.0, 32, 0, 7)]
+    assert [c[2] for c in calls] == [1234, 1234]  # the current stream, as Triton's launch takes it
+    assert fake.warmups == 2
+    # the same launches again (new tensors of the same dtype and alignment): no new specialisation lookup
+    y = torch.zeros(8)
+    kernel._launch([(fake, g, (y, *a[1:]), kw) for fake, g, a, kw in plan])
+    assert fake.warmups == 2 and calls[-2][1][0] is y
+    # another value, another alignment: Triton may specialise differently, so both are looked up again
+    kernel._launch([(fake, (5,), (x, 16, 0.5), plan[0][3]), (fake, (2, 3), (x[1:], 1), plan[1][3])])
+    assert fake.warmups == 4
+    with pytest.raises(TypeError, match="missing argument 'BLOCK'"):
+        kernel._launch([(fake, (1,), (x, 1, 0.5), {})])
+
+
+def test_direct_launch_is_off_without_compiled_kernels(monkeypatch):
+    # the interpreter's functions have no compiled kernels; a Triton version outside the checked range
+    # also takes the plain path
+    plan = [(kernel._prologue_kernel, (1,), (), {})]
+    if DEVICE == "cpu":
+        assert not kernel._direct_launch_ok(plan)
+    monkeypatch.setattr(kernel, "_DIRECT_LAUNCH_TRITON", ((9, 0), (9, 9)))
+    assert not kernel._direct_launch_ok(plan)
+    args = _inputs(1, 5, 9, seed=1)
+    out = torch.empty_like(args[0])
+    kernel.forward(*args, out)  # runs on either path
+    assert torch.isfinite(out).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
+def test_direct_and_plain_launches_agree(monkeypatch):
+    # several chunks and MLP sub-chunks (4 chunks, 6 sub-chunks): direct launches compute bit for bit
+    # what Triton's plain launch path computes
+    assert kernel._direct_launch_ok([(kernel._prologue_kernel, (1,), (), {})])
+    args = _inputs(2, 15, 17, seed=3)
+    outs = []
+    for direct in (True, False):
+        monkeypatch.setattr(kernel, "DIRECT_LAUNCH", direct)
+        out = torch.full_like(args[0], math.nan)
+        kernel.forward(*args, out, workspace_bytes=150 * 3840 * 2, mlp_split="always")
+        outs.append(out)
+    assert torch.isfinite(outs[0]).all()
+    assert torch.equal(outs[0], outs[1])

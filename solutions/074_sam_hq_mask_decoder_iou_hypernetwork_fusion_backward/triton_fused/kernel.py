@@ -176,7 +176,32 @@ class Config:
 DEFAULT_CONFIG = Config()
 CONFIG_TABLE: list[tuple[int, Config]] = [
     (
-        384,
+        96,
+        Config(
+            p=(64, 64),
+            o=(64, 64),
+            q=(64, 64, 256, 256),
+            r=(64, 128, 64),
+            t=(64, 64, 256, 256),
+            s=(64, 64, 64),
+            q_recompute=False,
+            prefetch=True,
+            t_atomic=True,
+            single_k=True,
+            poll_one=True,
+            order="POQRTS",
+            num_warps=8,
+            num_stages=3,
+            maxnreg=None,
+            precision="fp16",
+            q_atomic=False,
+            cvt="hx",
+            cvt_block=16384,
+            rs_split=1,
+        ),
+    ),  # tune.py variant 's3_hx_nr' (H200 sweep, session 3: M=64 17.2 us against 19.2 for 's3')
+    (
+        192,
         Config(
             p=(64, 64),
             o=(64, 64),
@@ -194,6 +219,10 @@ CONFIG_TABLE: list[tuple[int, Config]] = [
             num_stages=3,
             maxnreg=128,
             precision="fp16",
+            q_atomic=False,
+            cvt="",
+            cvt_block=16384,
+            rs_split=1,
         ),
     ),  # tune.py variant 's3'
     (
@@ -213,11 +242,14 @@ CONFIG_TABLE: list[tuple[int, Config]] = [
             order="POQRTS",
             num_warps=8,
             num_stages=3,
-            maxnreg=128,
+            maxnreg=None,
             precision="fp16",
+            q_atomic=False,
             cvt="whix",
+            cvt_block=16384,
+            rs_split=1,
         ),
-    ),  # tune.py variant 'b1_cvt_k64' (H200, 2026-11-29 sweep: M=512 44.0 us against 49.2 for 'b1_pall')
+    ),  # tune.py variant 'b1_cvt_k64_nr' (session 3: M=256 27.3 / M=512 42.3 us against 32.1 / 44.3)
 ]
 """(largest M, variant) pairs in increasing M; the first that fits is used (filled in from tune.py)."""
 CONFIG_OVERRIDE: Config | None = None

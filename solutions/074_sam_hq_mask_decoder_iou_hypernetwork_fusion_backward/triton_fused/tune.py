@@ -126,6 +126,11 @@ VARIANTS: dict[str, Config] = {
     # (spills: 768 B for s3 with the local Triton 3.9, none without the cap)
     "s3_qa_nr": R(_S3, q_atomic=True, maxnreg=None),
     "b1_cvt_k64_nr": R(_B1P, cvt="whix", **_K64, maxnreg=None),
+    # session 3: fp16 copies of H1r / X for s3's R/S loops (M = 65..384); a 4-deep pipeline for M > 384
+    "s3_hx": R(_S3, cvt="hx"),
+    "b1_cvt_k64_ns4": R(_B1P, cvt="whix", **_K64, num_stages=4),
+    "b1_cvt_k64_nr_ns4": R(_B1P, cvt="whix", **_K64, maxnreg=None, num_stages=4),
+    "s3_hx_nr": R(_S3, cvt="hx", maxnreg=None),
     "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]

@@ -79,6 +79,9 @@ VARIANTS: dict[str, Config] = {
     "ncb4": dataclasses.replace(BASE, ncb=4),
     # i2t pass: 32-token tiles (phase 7 code 3,176 instructions instead of 2,600, for half the tiles)
     "bs2_32": dataclasses.replace(BASE, bs2=32),
+    # session 3: fewer trips through the unpipelined query-side K loops (sm_90a AOT: 480 B stack vs 328)
+    "kc128": dataclasses.replace(BASE, kc=128),
+    "kc128_mc64": dataclasses.replace(BASE, kc=128, min_chunk=64),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
