@@ -1,0 +1,102 @@
+"""077 launch probe: per timed call, CPU enqueue time against GPU busy time and the official span.
+
+    PYTORCH_ALLOC_CONF=expandable_segments:True python solutions/077_.../triton_fused/launch_probe.py
+
+For the small official workloads (#16, #2, #5, #11) it times 30 calls under the official CUPTI timer's
+profiler (L2 flushed, fresh addresses), with DIRECT_LAUNCH on and off, and prints per variant the medians
+(us) of: span (what the official timer reports), busy (the sum of the kernel durations), n (kernels),
+enqueue (CPU time from the first launch call to the last), pre (CPU time in the call before the first
+launch) and first_lag (first launch call to first kernel start). GPU only; a device-time probe, no test.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from harness.inputs import gen_inputs  # noqa: E402
+from harness.tasks import load_module, load_task  # noqa: E402
+from harness.timing import (  # noqa: E402
+    REP_MARK,
+    ShiftingPool,
+    _flush_buffer,
+    records_from_kineto,
+    windows_from_kineto,
+)
+
+kernel = load_module(Path(__file__).with_name("kernel.py"), "_probe077_kernel")
+WORKLOADS = ("7fe6a6e0", "e0c9d304", "de74c6c6", "9589e23a")  # #16, #2, #5, #11
+
+
+def probe(fn, pool: ShiftingPool, calls: int, flush: torch.Tensor) -> dict[str, float]:
+    for _ in range(5):
+        flush.zero_()
+        fn(*pool.next_args())
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(calls):
+            args = pool.next_args()
+            flush.zero_()
+            with record_function(f"{REP_MARK}{i}"):
+                fn(*args)
+            torch.cuda.synchronize()
+    events = prof.profiler.kineto_results.events()
+    records, windows = records_from_kineto(events), windows_from_kineto(events, calls)
+    api = sorted((r for r in records if r.kind == "runtime"), key=lambda r: r.start_ns)
+    gpu: dict[int, list] = {}
+    for r in records:
+        if r.kind != "runtime":
+            gpu.setdefault(r.correlation_id, []).append(r)
+    rows = []
+    for t0, t1 in windows:
+        launches = [r for r in api if t0 <= r.start_ns <= t1 and r.correlation_id in gpu]
+        acts = sorted((a for c in launches for a in gpu[c.correlation_id]), key=lambda a: a.start_ns)
+        rows.append(
+            dict(
+                span=(acts[-1].end_ns - acts[0].start_ns) / 1e3,
+                busy=sum(a.end_ns - a.start_ns for a in acts) / 1e3,
+                n=len(acts),
+                enqueue=(launches[-1].start_ns - launches[0].start_ns) / 1e3,
+                pre=(launches[0].start_ns - t0) / 1e3,
+                first_lag=(acts[0].start_ns - launches[0].start_ns) / 1e3,
+            )
+        )
+    return {k: round(sorted(r[k] for r in rows)[len(rows) // 2], 1) for k in rows[0]}
+
+
+def main() -> None:
+    task = load_task("077")
+    flush = _flush_buffer("cuda")
+    report = {}
+    for prefix in WORKLOADS:
+        workload = task.workload(prefix)
+        torch.manual_seed(200)
+        inputs = gen_inputs(task.definition, workload, device="cuda")
+        out = torch.empty_like(inputs[0])
+        row = {}
+        for direct in (True, False):
+            kernel.DIRECT_LAUNCH = direct
+            row[f"direct={direct}"] = probe(kernel.run, ShiftingPool(inputs, [out], 40), 30, flush)
+        kernel.DIRECT_LAUNCH = True
+        cpu = []
+        for _ in range(20):
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            kernel.run(*inputs, out)
+            cpu.append(time.perf_counter() - t)
+        row["cpu_call_us"] = round(sorted(cpu)[10] * 1e6, 1)
+        report[prefix] = row
+        print(prefix, workload.axes, row, flush=True)
+        del inputs, out
+        torch.cuda.empty_cache()
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
