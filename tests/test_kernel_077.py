@@ -255,12 +255,15 @@ def _check_plan(sp, batch, height, width):
     for (_, g1, _, t1), (g0, _, t0, _) in zip(sp.chunks[:-1], sp.chunks[1:], strict=True):
         assert g1 == g0 and t1 == t0  # contiguous bands and tokens
     t_max = max(t1 - t0 for _, _, t0, t1 in sp.chunks)
-    assert sp.a_elems >= (t_max + 1) * kernel.HIDDEN and sp.big_elems >= (t_max + 1) * kernel.QKV_DIM
+    assert sp.big_elems >= (t_max + 1) * kernel.QKV_DIM
+    # compact: LN1's rows in the output, LN2's rows before h in qkv's space; else a separate `a` buffer
+    assert sp.a_elems == 0 if sp.compact else sp.a_elems >= (t_max + 1) * kernel.HIDDEN
     assert (t_max + 1) * kernel.MLP_DIM < 2**31  # int32 offsets
     for (_, _, t0, t1), subs in zip(sp.chunks, sp.mlp_subs, strict=True):
         assert subs[0][0] == 0 and subs[-1][1] == t1 - t0
+        h_base = (t1 - t0) * kernel.HIDDEN if sp.compact else 0
         for r0, r1 in subs:
-            assert r1 > r0 and (r1 - r0) * kernel.MLP_DIM <= sp.big_elems
+            assert r1 > r0 and h_base + (r1 - r0) * kernel.MLP_DIM <= sp.big_elems
         for (_, r1), (r0, _) in zip(subs[:-1], subs[1:], strict=True):
             assert r1 == r0
 

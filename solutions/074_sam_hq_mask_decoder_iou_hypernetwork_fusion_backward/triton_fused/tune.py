@@ -131,6 +131,10 @@ VARIANTS: dict[str, Config] = {
     "b1_cvt_k64_ns4": R(_B1P, cvt="whix", **_K64, num_stages=4),
     "b1_cvt_k64_nr_ns4": R(_B1P, cvt="whix", **_K64, maxnreg=None, num_stages=4),
     "s3_hx_nr": R(_S3, cvt="hx", maxnreg=None),
+    "s3_nr": R(_S3, maxnreg=None),
+    "s3_hx_nr_tsr": R(_S3, cvt="hx", maxnreg=None, order="POQTSR"),  # T/S before R (R only waits for P)
+    "b1_cvt_k64_nr_tsr": R(_B1P, cvt="whix", **_K64, maxnreg=None, order="POQTSR"),
+    "b1_cvt_k64_nr_w4": R(_B1P, cvt="whix", **_K64, maxnreg=None, num_warps=4),
     "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]

@@ -11,15 +11,18 @@ Maths, per image b and real token t = (r, c) (rows of x in image layout, [B*H*W,
 
 Everything runs on the B*H*W real tokens in image layout; windows are gathered by the attention kernel,
 so no padded or windowed copy of anything exists. Per chunk of whole 14-row bands (contiguous rows),
-T tokens, seven launches, all prepared before the first one is issued:
-    1. LN1(x), a zero row          -> a   [T + 1, 768]  operand dtype; chunk 0 also converts the weights
-    2. a Wqkv^T + bqkv             -> qkv [T + 1, 2304] operand dtype; row T = the padded token's q, k, v
-    3. window attention(qkv)       -> a   [T, 768]   (o; persistent programs over window x tile x head)
-    4. x + a Wp^T + bp             -> out [T, 768]   fp32 (x1 lives in the output)
-    5. LN2(out)                    -> a
-    6. gelu(a W1^T + b1)           -> h   [T, 3072]  (reuses the qkv space)
+T tokens, seven launches, all prepared before the first one is issued (fp16, COMPACT_LAYOUT):
+    1. LN1(x), a zero row          -> a   [T + 1, 768]  fp16, in the chunk's rows of the fp32 output (free
+                                                        until 4); chunk 0 also converts the weights
+    2. a Wqkv^T + bqkv             -> qkv [T + 1, 2304] fp16; row T = the padded token's q, k, v
+    3. window attention(qkv)       -> o = qkv[:, :768]  over q (each q is read by one item, then replaced)
+    4. x + o Wp^T + bp             -> out [T, 768]   fp32 (x1 lives in the output)
+    5. LN2(out)                    -> a2  [T, 768]   at the start of qkv's space (qkv is dead after 4)
+    6. gelu(a2 W1^T + b1)          -> h   [T, 3072]  after a2 in qkv's space
     7. out + h W2^T + b2           -> out            (in place: every element read and written by one program)
-With the MLP split (plan_scratch), 6 and 7 run per row sub-chunk, h [rows, 3072] in qkv's space.
+With the MLP split (plan_scratch), 6 and 7 run per row sub-chunk (h [T / 2, 3072]: a2 + h fit in qkv's
+space, 4.5 KB of scratch per chunk token). tf32 (and a pointer-GEMM projection) keep a separate `a`
+buffer [T + 1, 768] for LN1's rows, o and LN2's rows, and h in qkv's space.
 
 Memory: everything a call allocates (chunk buffers + the fp16 weight copies) stays within
 max(WORKSPACE_RATIO x the bytes of x, MIN_WORKSPACE_BYTES) (plan_scratch; one band per chunk at least).
@@ -105,6 +108,12 @@ MIN_WORKSPACE_BYTES = 2 * WEIGHT_ELEMENTS * 2
 #: The MLP of a chunk over row sub-chunks (a smaller h buffer: 6 KB of fp16 scratch per chunk token instead
 #: of 7.5 KB, for 2 more launches per chunk): "auto" (when it gives fewer launches), "never", "always".
 MLP_SPLIT = "auto"
+#: fp16 buffer layout without the `a` buffer (session 3): LN1 writes its fp16 rows into the chunk's rows of
+#: the fp32 output (free until the projection writes x1 there), the attention writes o over q in the qkv
+#: rows (each q is read by one item only), and after the projection LN2's rows and the MLP's h share the
+#: qkv space (LN2 [T, 768] + h [T / 2, 3072] <= qkv [T + 1, 2304]). Scratch per chunk token: 4.5 KB with
+#: the MLP in 2 sub-chunks (6 KB before), 7.5 KB without. Needs TMA kinds for the projection (strided A).
+COMPACT_LAYOUT = True
 
 EPILOGUE_BIAS = 0  # c = acc + bias
 EPILOGUE_GELU = 1  # c = gelu_erf(acc + bias), erf GELU by a branch-free fit (4e-7 absolute)
@@ -322,7 +331,7 @@ def _linear_tma_kernel(
 @triton.jit(do_not_specialize=["tok0", "H", "W", "n_wh", "n_ww", "band0", "qk_scale"])
 def _window_attention_kernel(
     qkv_ptr,  # [T, 2304] operand dtype: the chunk's tokens in image layout (row = token - tok0)
-    o_ptr,  # [T, 768] operand dtype
+    o_ptr,  # [T, 768] operand dtype, row stride O_STRIDE (2304: o in place of q in the qkv rows)
     qkv_bias_ptr,  # [2304] fp32: q, k, v of the zero-padded tokens
     rel_h_ptr,  # [27, 64] fp32
     rel_w_ptr,  # [27, 64] fp32
@@ -336,6 +345,7 @@ def _window_attention_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BIAS_MODE: tl.constexpr,
+    O_STRIDE: tl.constexpr = 768,
 ):
     LOG2E: tl.constexpr = 1.4426950408889634
     N_QT: tl.constexpr = 256 // BLOCK_M  # query tiles per window
@@ -412,7 +422,9 @@ def _window_attention_kernel(
         m_i = m_new
 
     o = acc / l_i[:, None]
-    tl.store(o_ptr + q_tok[:, None] * 768 + q_col[None, :], o.to(o_ptr.dtype.element_ty), mask=q_ok[:, None])
+    tl.store(
+        o_ptr + q_tok[:, None] * O_STRIDE + q_col[None, :], o.to(o_ptr.dtype.element_ty), mask=q_ok[:, None]
+    )
 
 
 @triton.jit
@@ -450,7 +462,7 @@ def _attn_bias_hw(q, rel_hT, rel_wT, qh, qw, j16, NEG: tl.constexpr):
 )
 def _window_attention_persistent_kernel(
     qkv_ptr,  # [pad_row + 1, 2304] fp16: the chunk's tokens in image layout, then the padded token's qkv
-    o_ptr,  # [pad_row, 768] fp16
+    o_ptr,  # [pad_row, 768] fp16, row stride O_STRIDE (2304: o in place of q; each q is read by one item)
     rel_h_ptr,  # [27, 64] fp32
     rel_w_ptr,  # [27, 64] fp32
     tok0,  # first token of the chunk
@@ -468,6 +480,7 @@ def _window_attention_persistent_kernel(
     # 5: fp32 gathered to the key columns (any BLOCK_N)
     STAGES: tl.constexpr,
     BIAS_ONCE: tl.constexpr = True,
+    O_STRIDE: tl.constexpr = 768,
 ):
     """Window attention, persistent: each program loops over (item, key block) steps, one software pipeline.
 
@@ -562,7 +575,9 @@ def _window_attention_persistent_kernel(
         o = acc * (1.0 / l_i)[:, None]
         o_mask = q_ok & (qs * 0 + kb == N_KB - 1)  # the item's last key block
         tl.store(
-            o_ptr + q_row[:, None] * 768 + col[None, :], o.to(o_ptr.dtype.element_ty), mask=o_mask[:, None]
+            o_ptr + q_row[:, None] * O_STRIDE + col[None, :],
+            o.to(o_ptr.dtype.element_ty),
+            mask=o_mask[:, None],
         )
 
 
@@ -706,6 +721,8 @@ def _linear_launch(
     if n % block_n or k % block_k:
         raise ValueError(f"linear {m}x{n}x{k}: N must be a multiple of {block_n}, K of {block_k}")
     tiles = triton.cdiv(m, block_m) * (n // block_n)
+    if kind == "ptr" and a.stride() != (k, 1):
+        raise ValueError("linear: the pointer GEMM takes a contiguous A (a strided A needs a TMA kind)")
     res = c if residual is None else residual
     meta = dict(
         N=n, K=k, EPILOGUE=epilogue, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m,
@@ -741,7 +758,7 @@ _NUM_SMS: dict[int | None, int] = {}
 
 def _window_attention_launch(
     qkv: torch.Tensor,  # [n_tok + 1, 2304]: the chunk's tokens, then the padded token's q, k, v (the bias)
-    o: torch.Tensor,  # [>= n_tok, 768]
+    o: torch.Tensor,  # [>= n_tok, 768], unit column stride (may be qkv[:, :768]: o in place of q)
     qkv_bias: torch.Tensor,
     rel_pos_h: torch.Tensor,
     rel_pos_w: torch.Tensor,
@@ -754,6 +771,8 @@ def _window_attention_launch(
     cfg: tuple,
 ) -> Launch:
     n_wh, n_ww = triton.cdiv(height, WINDOW), triton.cdiv(width, WINDOW)
+    if o.stride(1) != 1:
+        raise ValueError("attention output: expected unit column stride")
     if cfg[0] == "persistent":
         _, block_m, block_n, bias_mode, warps, stages, ctas_per_sm = cfg
         if qkv.dtype != torch.float16:
@@ -765,7 +784,7 @@ def _window_attention_launch(
         )  # fmt: skip
         meta = dict(
             BLOCK_M=block_m, BLOCK_N=block_n, BIAS_MODE=bias_mode, STAGES=stages, num_warps=warps,
-            num_stages=stages,
+            num_stages=stages, O_STRIDE=o.stride(0),
         )  # fmt: skip
         return _window_attention_persistent_kernel, (programs,), args, meta
     block_m, block_n, bias_mode, warps, stages = cfg
@@ -773,7 +792,10 @@ def _window_attention_launch(
     args = (
         qkv, o, qkv_bias, rel_pos_h, rel_pos_w, tok0, height, width, n_wh, n_ww, band0, HEAD_DIM**-0.5 * _LOG2E
     )  # fmt: skip
-    meta = dict(BLOCK_M=block_m, BLOCK_N=block_n, BIAS_MODE=bias_mode, num_warps=warps, num_stages=stages)
+    meta = dict(
+        BLOCK_M=block_m, BLOCK_N=block_n, BIAS_MODE=bias_mode, num_warps=warps, num_stages=stages,
+        O_STRIDE=o.stride(0),
+    )  # fmt: skip
     return _window_attention_kernel, grid, args, meta
 
 
@@ -813,11 +835,14 @@ class ScratchPlan:
 
     chunks: tuple  # ((band0, band1, tok0, tok1), ...): runs of whole 14-row bands
     mlp_subs: tuple  # per chunk: ((row0, row1), ...) MLP sub-chunks, rows relative to the chunk
-    a_elems: int  # a / o / LN2 buffer: [t_max + 1, 768]
-    big_elems: int  # qkv [t_max + 1, 2304] / h [sub-chunk rows, 3072]
+    a_elems: int  # a / o / LN2 buffer: [t_max + 1, 768] (0 in the compact layout)
+    big_elems: int  # qkv [t_max + 1, 2304] / h [sub-chunk rows, 3072] (compact: / LN2 [T, 768] + h)
     weight_elems: int  # fp16 weight copies (0 in tf32)
     elem: int  # bytes per element of the operand dtype
     input_bytes: int  # bytes of x
+    compact: bool = (
+        False  # COMPACT_LAYOUT: no `a` buffer (LN1 in the output's rows, o over q, LN2 + h in qkv)
+    )
 
     @property
     def scratch_bytes(self) -> int:
@@ -837,6 +862,11 @@ def _even_split(n: int, parts: int) -> tuple:
     return tuple((r0, r1) for r0, r1 in zip(cuts[:-1], cuts[1:], strict=True) if r1 > r0)
 
 
+def _compact_layout(precision: str) -> bool:
+    """COMPACT_LAYOUT applies to fp16 with a TMA projection (its A, o over q, has the qkv row stride)."""
+    return COMPACT_LAYOUT and precision == "fp16" and GEMM_CONFIGS["fp16"]["proj"][0] != "ptr"
+
+
 def plan_scratch(
     batch: int,
     height: int,
@@ -846,14 +876,16 @@ def plan_scratch(
     workspace_bytes: int | None = None,
     mlp_split: str | None = None,
     ratio: float | None = None,
+    compact: bool | None = None,
 ) -> ScratchPlan:
     """Chunks, MLP sub-chunks and buffer sizes of one forward() call; exact bytes in .scratch_bytes.
 
-    workspace_bytes: budget of the chunk buffers a + qkv/h (weight copies excluded); default
-    max(ratio x input bytes, MIN_WORKSPACE_BYTES) minus the weight copies. Per chunk token the buffers take
-    768 + 3072 elements (h of the whole chunk) or 768 + 2304 (the MLP in sub-chunks that fit in qkv's
-    space); "auto" takes the plan with fewer launches (then fewer chunks). A chunk is at least one band
-    (14 image rows), so a budget below one band's buffers is exceeded (images with few, wide rows).
+    workspace_bytes: budget of the chunk buffers (weight copies excluded); default max(ratio x input bytes,
+    MIN_WORKSPACE_BYTES) minus the weight copies. Per chunk token the buffers take 768 + 3072 elements (h of
+    the whole chunk) or 768 + 2304 (the MLP in sub-chunks that fit in qkv's space); in the compact layout
+    (default: `_compact_layout`) 768 + 3072 or 2304 (LN2's rows and h of half the chunk in qkv's space).
+    "auto" takes the plan with fewer launches (then fewer chunks). A chunk is at least one band (14 image
+    rows), so a budget below one band's buffers is exceeded (images with few, wide rows).
     """
     ratio = WORKSPACE_RATIO if ratio is None else ratio
     mlp_split = MLP_SPLIT if mlp_split is None else mlp_split
@@ -861,6 +893,9 @@ def plan_scratch(
         raise ValueError(f"mlp_split: expected 'auto', 'never' or 'always', got {mlp_split!r}")
     if precision not in ("fp16", "tf32"):
         raise ValueError(f"precision: expected 'fp16' or 'tf32', got {precision!r}")
+    compact = _compact_layout(precision) if compact is None else compact
+    if compact and precision != "fp16":
+        raise ValueError("the compact layout is fp16 only (LN1's rows must fit in the output's rows)")
     elem = 4 if precision == "tf32" else 2
     weight_elems = WEIGHT_ELEMENTS if precision == "fp16" else 0  # tf32: the fp32 weights as they are
     input_bytes = batch * height * width * HIDDEN * 4
@@ -871,16 +906,26 @@ def plan_scratch(
     int32_cap = (2**31 - 1) // MLP_DIM - 1  # int32 offsets: (T + 1) * 3072 < 2**31
     plans = []
     for split in {"never": (False,), "always": (True,), "auto": (False, True)}[mlp_split]:
-        per_token = HIDDEN + (QKV_DIM if split else MLP_DIM)
-        max_tokens = max(1, min((budget - HIDDEN - QKV_DIM) // per_token, int32_cap))
+        if compact:
+            per_token = QKV_DIM if split else HIDDEN + MLP_DIM
+        else:
+            per_token = HIDDEN + (QKV_DIM if split else MLP_DIM)
+        fixed = QKV_DIM if compact else HIDDEN + QKV_DIM  # the padded token's row
+        max_tokens = max(1, min((budget - fixed) // per_token, int32_cap))
         chunks = tuple(plan_chunks(batch, height, width, max_tokens))
-        t_max = max(t1 - t0 for _, _, t0, t1 in chunks)
-        a_elems = (t_max + 1) * HIDDEN
+        sizes = [t1 - t0 for *_, t0, t1 in chunks]
+        t_max = max(sizes)
         big_elems = (t_max + 1) * QKV_DIM
-        if not split:
-            big_elems = max(big_elems, t_max * MLP_DIM)
-        subs = tuple(_even_split(t1 - t0, -(-(t1 - t0) * MLP_DIM // big_elems)) for *_, t0, t1 in chunks)
-        plans.append(ScratchPlan(chunks, subs, a_elems, big_elems, weight_elems, elem, input_bytes))
+        if compact:
+            a_elems, h_base = 0, HIDDEN  # h after LN2's rows
+            if not split:
+                big_elems = max(big_elems, t_max * (HIDDEN + MLP_DIM))
+        else:
+            a_elems, h_base = (t_max + 1) * HIDDEN, 0
+            if not split:
+                big_elems = max(big_elems, t_max * MLP_DIM)
+        subs = tuple(_even_split(t, -(-t * MLP_DIM // (big_elems - t * h_base))) for t in sizes)
+        plans.append(ScratchPlan(chunks, subs, a_elems, big_elems, weight_elems, elem, input_bytes, compact))
     return min(plans, key=lambda p: (p.launches, len(p.chunks), p.scratch_bytes))
 
 
@@ -928,9 +973,9 @@ def forward(
     x = hidden_states.contiguous().view(tokens, HIDDEN)
     out = output.view(tokens, HIDDEN)
 
-    # scratch: a [T + 1, 768] + qkv [T + 1, 2304] / h [rows, 3072] in the operand dtype, T tokens per chunk
+    # scratch (plan_scratch): qkv [T + 1, 2304] / LN2 + h, and in tf32 a [T + 1, 768], T tokens per chunk
     sp = plan_scratch(batch, height, width, precision, workspace_bytes=workspace_bytes, mlp_split=mlp_split)
-    ws_a = torch.empty((sp.a_elems,), dtype=op_dtype, device=x.device)
+    ws_a = torch.empty((sp.a_elems,), dtype=op_dtype, device=x.device) if sp.a_elems else None
     ws_big = torch.empty((sp.big_elems,), dtype=op_dtype, device=x.device)
     convert = None
     if op_dtype == torch.float16 and FUSED_WEIGHT_CONVERSION:
@@ -947,13 +992,20 @@ def forward(
         w_qkv, w_proj, w_mlp1, w_mlp2 = (w.to(op_dtype) for w in weights)
 
     plan: list[Launch] = []
+    out_h = out.view(torch.float16) if sp.compact else None  # [tokens, 1536]: a chunk's rows hold LN1's
     for (band0, band1, t0, t1), subs in zip(sp.chunks, sp.mlp_subs, strict=True):
         n = t1 - t0
-        # row n of a: zeros, so row n of qkv is the padded token's
-        a = ws_a[: (n + 1) * HIDDEN].view(n + 1, HIDDEN)
-        o = a[:n]
         qkv = ws_big[: (n + 1) * QKV_DIM].view(n + 1, QKV_DIM)
         x_c, out_c = x[t0:t1], out[t0:t1]
+        # row n of a: zeros, so row n of qkv is the padded token's
+        if sp.compact:
+            a = out_h[t0:t1].reshape(-1)[: (n + 1) * HIDDEN].view(n + 1, HIDDEN)  # free until the projection
+            o = qkv[:n, :HIDDEN]  # over q
+            a2, h_base = ws_big[: n * HIDDEN].view(n, HIDDEN), n * HIDDEN  # after the projection
+        else:
+            a = ws_a[: (n + 1) * HIDDEN].view(n + 1, HIDDEN)
+            o = a2 = a[:n]
+            h_base = 0
         plan += [
             _layernorm_launch(
                 x_c, layer_norm1_weight, layer_norm1_bias, eps, a, pad_row=True, convert=convert
@@ -963,13 +1015,13 @@ def forward(
                 qkv, o, qkv_bias, rel_pos_h, rel_pos_w, t0, n, height, width, band0, band1 - band0, attn_cfg
             ),
             _linear_launch(o, w_proj, proj_bias, out_c, EPILOGUE_RESIDUAL, gemm["proj"], residual=x_c),
-            _layernorm_launch(out_c, layer_norm2_weight, layer_norm2_bias, eps, o),
+            _layernorm_launch(out_c, layer_norm2_weight, layer_norm2_bias, eps, a2),
         ]
         for r0, r1 in subs:  # the MLP over row sub-chunks: h [r1 - r0, 3072] in qkv's space
-            h = ws_big[: (r1 - r0) * MLP_DIM].view(r1 - r0, MLP_DIM)
+            h = ws_big[h_base : h_base + (r1 - r0) * MLP_DIM].view(r1 - r0, MLP_DIM)
             out_s = out_c[r0:r1]
             plan += [
-                _linear_launch(o[r0:r1], w_mlp1, mlp_lin1_bias, h, GELU_EPILOGUE, gemm["mlp1"]),
+                _linear_launch(a2[r0:r1], w_mlp1, mlp_lin1_bias, h, GELU_EPILOGUE, gemm["mlp1"]),
                 _linear_launch(
                     h, w_mlp2, mlp_lin2_bias, out_s, EPILOGUE_RESIDUAL, gemm["mlp2"], residual=out_s
                 ),
