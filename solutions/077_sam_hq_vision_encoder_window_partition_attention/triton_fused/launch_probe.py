@@ -1,16 +1,20 @@
 """077 launch probe: per timed call, CPU enqueue time against GPU busy time and the official span.
 
     PYTORCH_ALLOC_CONF=expandable_segments:True python solutions/077_.../triton_fused/launch_probe.py
+    python solutions/077_.../triton_fused/launch_probe.py --layout-ab [--workloads 7fe6a6e0,...]
 
 For the small official workloads (#16, #2, #5, #11) it times 30 calls under the official CUPTI timer's
 profiler (L2 flushed, fresh addresses), with DIRECT_LAUNCH on and off, and prints per variant the medians
 (us) of: span (what the official timer reports), busy (the sum of the kernel durations), n (kernels),
 enqueue (CPU time from the first launch call to the last), pre (CPU time in the call before the first
-launch) and first_lag (first launch call to first kernel start). GPU only; a device-time probe, no test.
+launch) and first_lag (first launch call to first kernel start). With --layout-ab it times the kernel
+with COMPACT_LAYOUT on and off instead (official timer, 5 + 30 calls, median), with the official
+correctness check of each against the reference. GPU only; a device-time probe, no test.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -20,6 +24,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from harness.correctness import compute_error_stats  # noqa: E402
 from harness.inputs import gen_inputs  # noqa: E402
 from harness.tasks import load_module, load_task  # noqa: E402
 from harness.timing import (  # noqa: E402
@@ -27,6 +32,7 @@ from harness.timing import (  # noqa: E402
     ShiftingPool,
     _flush_buffer,
     records_from_kineto,
+    time_runnable,
     windows_from_kineto,
 )
 
@@ -70,30 +76,60 @@ def probe(fn, pool: ShiftingPool, calls: int, flush: torch.Tensor) -> dict[str, 
     return {k: round(sorted(r[k] for r in rows)[len(rows) // 2], 1) for k in rows[0]}
 
 
+def layout_ab(task, workload, inputs) -> dict:
+    """COMPACT_LAYOUT on and off: official-timer median (ms), the plan, and the official correctness check."""
+    ref = task.reference(*inputs)
+    row = {}
+    for compact in (True, False):
+        kernel.COMPACT_LAYOUT = compact
+        out = torch.full_like(inputs[0], float("nan"))
+        kernel.run(*inputs, out)
+        torch.cuda.synchronize()
+        stats = compute_error_stats(out, ref, workload.tolerance)
+        timing = time_runnable(kernel.run, inputs, [out], warmup=5, iterations=30, timer="cupti")
+        plan = kernel.plan_scratch(*workload.axes.values())
+        row[f"compact={compact}"] = dict(
+            ms=round(timing.median_ms, 4), passed=stats.passed, matched=stats.matched_ratio,
+            err_over_atol=round(stats.max_absolute_error / workload.tolerance.max_atol, 3),
+            launches=plan.launches, chunks=len(plan.chunks), ratio=round(plan.ratio, 3),
+        )  # fmt: skip
+    kernel.COMPACT_LAYOUT = True
+    return row
+
+
+def launch_probe(inputs, flush) -> dict:
+    out = torch.empty_like(inputs[0])
+    row = {}
+    for direct in (True, False):
+        kernel.DIRECT_LAUNCH = direct
+        row[f"direct={direct}"] = probe(kernel.run, ShiftingPool(inputs, [out], 40), 30, flush)
+    kernel.DIRECT_LAUNCH = True
+    cpu = []
+    for _ in range(20):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        kernel.run(*inputs, out)
+        cpu.append(time.perf_counter() - t)
+    row["cpu_call_us"] = round(sorted(cpu)[10] * 1e6, 1)
+    return row
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layout-ab", action="store_true", help="COMPACT_LAYOUT on/off instead")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="uuid prefixes, comma-separated")
+    args = parser.parse_args()
     task = load_task("077")
     flush = _flush_buffer("cuda")
     report = {}
-    for prefix in WORKLOADS:
+    for prefix in args.workloads.split(","):
         workload = task.workload(prefix)
         torch.manual_seed(200)
         inputs = gen_inputs(task.definition, workload, device="cuda")
-        out = torch.empty_like(inputs[0])
-        row = {}
-        for direct in (True, False):
-            kernel.DIRECT_LAUNCH = direct
-            row[f"direct={direct}"] = probe(kernel.run, ShiftingPool(inputs, [out], 40), 30, flush)
-        kernel.DIRECT_LAUNCH = True
-        cpu = []
-        for _ in range(20):
-            torch.cuda.synchronize()
-            t = time.perf_counter()
-            kernel.run(*inputs, out)
-            cpu.append(time.perf_counter() - t)
-        row["cpu_call_us"] = round(sorted(cpu)[10] * 1e6, 1)
+        row = layout_ab(task, workload, inputs) if args.layout_ab else launch_probe(inputs, flush)
         report[prefix] = row
         print(prefix, workload.axes, row, flush=True)
-        del inputs, out
+        del inputs
         torch.cuda.empty_cache()
     print(json.dumps(report))
 
