@@ -74,6 +74,8 @@ GEMM_CANDIDATES = {
         ("tma", 128, 256, 64, 8, 8, 3),
         ("tma", 128, 256, 64, 8, 8, 4),
         ("ptr", 128, 256, 64, 8, 8, 3),
+        ("tma_persistent", 128, 256, 64, 8, 8, 4, 1),  # session 3: 0.720 ms, 0.828 (K 128) vs 0.715
+        ("tma_persistent", 128, 256, 128, 8, 8, 2, 1),
     ],
     "proj": [
         ("tma", 128, 128, 64, 8, 4, 3),  # 1 warpgroup, ~98 KB: 2 CTAs per SM overlap epilogues
@@ -87,12 +89,16 @@ GEMM_CANDIDATES = {
         ("tma", 128, 256, 64, 8, 8, 4),
         ("ptr", 128, 256, 64, 8, 8, 3),
         ("tma", 128, 128, 64, 8, 4, 3),
+        ("tma_persistent", 128, 256, 64, 8, 8, 4, 1),  # session 3: 1.113 ms, 1.312 (K 128) vs 1.106
+        ("tma_persistent", 128, 256, 128, 8, 8, 2, 1),
     ],
     "mlp2": [
+        ("tma", 128, 256, 64, 8, 8, 4),  # session 3's winner (1.023 ms against 1.066 for the s3 below)
         ("tma", 128, 256, 64, 8, 8, 3),
         ("ptr", 128, 256, 64, 8, 8, 3),
         ("tma", 256, 128, 64, 8, 8, 3),
         ("tma_persistent", 128, 256, 64, 8, 8, 2, 1),
+        ("tma", 128, 256, 128, 8, 8, 2),  # session 3: half the K steps of 3072 (1.466 ms)
     ],
 }
 ATTN_CANDIDATES = [
