@@ -252,35 +252,9 @@ def test_config_table_and_validation(kernel):
     }
 
 
-@pytest.mark.gpu
-def test_official_workloads_gpu(solution):
-    """Every official workload, one fresh round each, official tolerance (fp16 operands vs the fp32 reference)."""
-    task = load_task(TASK)
+def _check_on_gpu(solution, task, workload, tolerance, label: str) -> None:
+    """One fresh round on the GPU against the fp32 reference; outputs start as NaN (every element written)."""
     torch.backends.cuda.matmul.allow_tf32 = False
-    torch.manual_seed(200)
-    for workload in task.workloads:
-        args = gen_inputs(task.definition, workload, device="cuda")
-        outs = allocate_outputs(task.definition, resolve_axes(task.definition, workload), device="cuda")
-        for out in outs:
-            out.fill_(float("nan"))
-        refs = task.reference(*args)
-        solution.fn(*args, *outs)
-        torch.cuda.synchronize()
-        for name, out, ref in zip(task.definition.outputs, outs, refs, strict=True):
-            stats = compute_error_stats(out, ref, workload.tolerance)
-            assert stats.passed, f"{workload.uuid[:8]} {name}: {stats.report()}"
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("m", [1, 5, 96, 97, 192, 193, 385, 1000, 2048])
-def test_odd_sizes_gpu(solution, m):
-    """M on both sides of every CONFIG_TABLE boundary, odd and beyond the official range, with the tightest
-    official tolerance; outputs start as NaN (every element must be written)."""
-    task = load_task(TASK)
-    tolerance = min((w.tolerance for w in task.workloads), key=lambda t: t.max_atol)
-    workload = Workload(uuid=f"odd-{m}", axes={"batch_size": m, "point_batch_size": 1}, inputs={})
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.manual_seed(m)
     args = gen_inputs(task.definition, workload, device="cuda")
     outs = allocate_outputs(task.definition, resolve_axes(task.definition, workload), device="cuda")
     for out in outs:
@@ -290,4 +264,25 @@ def test_odd_sizes_gpu(solution, m):
     torch.cuda.synchronize()
     for name, out, ref in zip(task.definition.outputs, outs, refs, strict=True):
         stats = compute_error_stats(out, ref, tolerance)
-        assert stats.passed, f"M={m} {name}: {stats.report()}"
+        assert stats.passed, f"{label} {name}: {stats.report()}"
+
+
+@pytest.mark.gpu
+def test_official_workloads_gpu(solution):
+    """Every official workload, one fresh round each, official tolerance (fp16 operands vs the fp32 reference)."""
+    task = load_task(TASK)
+    torch.manual_seed(200)
+    for workload in task.workloads:
+        _check_on_gpu(solution, task, workload, workload.tolerance, workload.uuid[:8])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [1, 5, 96, 97, 192, 193, 385, 1000, 2048])
+def test_odd_sizes_gpu(solution, m):
+    """M on both sides of every CONFIG_TABLE boundary, odd and beyond the official range, with the tightest
+    official tolerance."""
+    task = load_task(TASK)
+    tolerance = min((w.tolerance for w in task.workloads), key=lambda t: t.max_atol)
+    workload = Workload(uuid=f"odd-{m}", axes={"batch_size": m, "point_batch_size": 1}, inputs={})
+    torch.manual_seed(m)
+    _check_on_gpu(solution, task, workload, tolerance, f"M={m}")
