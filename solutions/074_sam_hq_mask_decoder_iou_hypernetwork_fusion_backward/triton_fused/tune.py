@@ -135,6 +135,11 @@ VARIANTS: dict[str, Config] = {
     "s3_hx_nr_tsr": R(_S3, cvt="hx", maxnreg=None, order="POQTSR"),  # T/S before R (R only waits for P)
     "b1_cvt_k64_nr_tsr": R(_B1P, cvt="whix", **_K64, maxnreg=None, order="POQTSR"),
     "b1_cvt_k64_nr_w4": R(_B1P, cvt="whix", **_K64, maxnreg=None, num_warps=4),
+    # session 3, around b1_cvt_k64_nr (M > 192): 4 K splits for Q/T, wider S tiles, narrower R tiles, 2 stages
+    "b1n_q4": R(_B1P, cvt="whix", **dict(_K64, q=(128, 64, 256, 64), t=(128, 128, 256, 64)), maxnreg=None),
+    "b1n_s128": R(_B1P, cvt="whix", **dict(_K64, s=(128, 128, 64)), maxnreg=None),
+    "b1n_r64": R(_B1P, cvt="whix", **dict(_K64, r=(128, 64, 64)), maxnreg=None),
+    "b1n_ns2": R(_B1P, cvt="whix", **_K64, maxnreg=None, num_stages=2),
     "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
