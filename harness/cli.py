@@ -499,7 +499,9 @@ def workloads_verify(task_names_given) -> None:
     "--shard",
     default=None,
     metavar="K/N",
-    help="Only workloads whose index i in the task's order (0-based) has i % N == K-1; merge with `report`.",
+    help="Only workloads whose index i in the task's order (0-based) has i % N == K-1; merge with `report`. "
+    "Shards run at the same time on one machine share its CPU: launch-bound workloads (077's small ones) "
+    "then time slower than alone.",
 )
 @click.option(
     "--timeout",
