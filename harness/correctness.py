@@ -130,3 +130,19 @@ def aggregate(kept: ErrorStats | None, new: ErrorStats) -> ErrorStats:
     if new.has_inf:
         return kept if kept.has_nan else new
     return new if new.max_absolute_error > kept.max_absolute_error else kept
+
+
+def check_outputs(outputs, references, names, tolerance: ToleranceSpec, prev: dict | None = None) -> dict:
+    """A variant's outputs under the official rule, for tuning reports: passed, the smallest matched ratio,
+    and the largest max |out - ref| / (atol + rtol |ref|) with the output it occurred in (inf when an
+    output is not finite). With `prev` (an earlier round's result) the worst of both is kept."""
+    res = dict(prev) if prev else {"passed": True, "min_matched": 1.0, "worst_ratio": 0.0, "worst_output": ""}
+    for name, out, ref in zip(names, outputs, references, strict=True):
+        stats = compute_error_stats(out, ref, tolerance, worst=0)
+        allowed = tolerance.max_atol + tolerance.max_rtol * ref.abs()
+        ratio = float(((out - ref).abs() / allowed).max()) if torch.isfinite(out).all() else math.inf
+        res["passed"] = res["passed"] and stats.passed
+        res["min_matched"] = min(res["min_matched"], stats.matched_ratio)
+        if ratio > res["worst_ratio"]:
+            res["worst_ratio"], res["worst_output"] = ratio, name
+    return res

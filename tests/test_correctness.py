@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from harness.correctness import ErrorStats, aggregate, compute_error_stats
+from harness.correctness import ErrorStats, aggregate, check_outputs, compute_error_stats
 from harness.schema import Environment, Evaluation, ToleranceSpec, Trace, Workload
 
 INF, NAN = math.inf, math.nan
@@ -334,3 +334,20 @@ def test_aggregate_over_real_stats():
         kept = aggregate(kept, s)
     assert kept is c
     assert aggregate(kept, b).has_nan
+
+
+def test_check_outputs_keeps_the_worst_output_and_round():
+    t = tol(max_atol=0.1, max_rtol=0.0)
+    ref = torch.zeros(10)
+    good, half = torch.zeros(10), torch.full((10,), 0.05)
+    res = check_outputs([good, half], [ref, ref], ["a", "b"], t)
+    assert res == {"passed": True, "min_matched": 1.0, "worst_ratio": pytest.approx(0.5), "worst_output": "b"}
+    # a later round: one element of "a" over the tolerance (matched 0.9 < 0.99: fails)
+    bad = good.clone()
+    bad[3] = 0.3
+    res = check_outputs([bad, good], [ref, ref], ["a", "b"], t, res)
+    assert res["worst_output"] == "a" and res["worst_ratio"] == pytest.approx(3.0)
+    assert res["min_matched"] == pytest.approx(0.9) and res["passed"] is False
+    # the kept worst survives a better round; a non-finite output is an infinite ratio
+    res = check_outputs([good, torch.full((10,), math.nan)], [ref, ref], ["a", "b"], t, res)
+    assert res["worst_output"] == "b" and res["worst_ratio"] == math.inf and res["min_matched"] == 0.0

@@ -44,7 +44,7 @@ import torch  # noqa: E402
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from harness.correctness import compute_error_stats  # noqa: E402
+from harness.correctness import check_outputs as check  # noqa: E402
 from harness.inputs import allocate_outputs, gen_inputs, resolve_axes  # noqa: E402
 from harness.tasks import load_module, load_task  # noqa: E402
 from harness.timing import time_runnable  # noqa: E402
@@ -144,28 +144,6 @@ VARIANTS: dict[str, Config] = {
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTS"
-
-
-def check(outs, refs, names, tolerance, prev: dict | None = None) -> dict:
-    """Official rule per output; the worst output (and the worst round, with `prev`) decides."""
-    min_matched, worst_ratio, passed, worst_name = 1.0, 0.0, True, ""
-    if prev is not None:
-        min_matched, worst_ratio = prev["min_matched"], prev["worst_ratio"]
-        passed, worst_name = prev["passed"], prev["worst_output"]
-    for name, out, ref in zip(names, outs, refs, strict=True):
-        stats = compute_error_stats(out, ref, tolerance, worst=0)
-        allowed = tolerance.max_atol + tolerance.max_rtol * ref.abs()
-        ratio = float(((out - ref).abs() / allowed).max()) if torch.isfinite(out).all() else math.inf
-        passed &= stats.passed
-        min_matched = min(min_matched, stats.matched_ratio)
-        if ratio > worst_ratio:
-            worst_ratio, worst_name = ratio, name
-    return {
-        "passed": passed,
-        "min_matched": min_matched,
-        "worst_ratio": worst_ratio,
-        "worst_output": worst_name,
-    }
 
 
 def trace_summary(rec: torch.Tensor, n: int) -> dict:

@@ -45,7 +45,7 @@ import torch  # noqa: E402
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from harness.correctness import compute_error_stats  # noqa: E402
+from harness.correctness import check_outputs as check  # noqa: E402
 from harness.inputs import allocate_outputs, gen_inputs, resolve_axes  # noqa: E402
 from harness.tasks import load_module, load_task  # noqa: E402
 
@@ -103,20 +103,6 @@ def sass_size(k) -> int | None:
 
 
 WARMUP = 5
-
-
-def check(outs, refs, names, tolerance, prev: dict | None = None) -> dict:
-    """Official rule per output; the worst output (and the worst round, with `prev`) decides."""
-    res = prev or {"passed": True, "min_matched": 1.0, "worst_ratio": 0.0, "worst_output": ""}
-    for name, out, ref in zip(names, outs, refs, strict=True):
-        stats = compute_error_stats(out, ref, tolerance, worst=0)
-        allowed = tolerance.max_atol + tolerance.max_rtol * ref.abs()
-        ratio = float(((out - ref).abs() / allowed).max()) if torch.isfinite(out).all() else math.inf
-        res["passed"] = res["passed"] and stats.passed
-        res["min_matched"] = min(res["min_matched"], stats.matched_ratio)
-        if ratio > res["worst_ratio"]:
-            res["worst_ratio"], res["worst_output"] = ratio, name
-    return res
 
 
 def _items(w) -> tuple[int, int, int]:
