@@ -186,12 +186,11 @@ class ProfRecord:
         return f"{self.name}_{self.kind}_{self.nbytes}"
 
 
-def iteration_spans(records: Iterable[ProfRecord], windows: Sequence[tuple[int, int]]) -> list[float]:
-    """GPU span (ms) of each window's work: API records starting in [t0, t1] -> GPU records by correlation id.
-
-    Raises TimingError "No kernel activities recorded for iteration i" when a window launched no GPU work,
-    and "Inconsistent kernel names: ..." when a window's set of signatures differs from window 0's.
-    """
+def window_records(
+    records: Iterable[ProfRecord], windows: Sequence[tuple[int, int]]
+) -> list[tuple[list[ProfRecord], list[ProfRecord]]]:
+    """Per CPU window: the runtime/driver API records starting in [t0, t1] (by start time), and the GPU
+    records (kernels, memcpys, memsets) those calls launched, matched by correlation id."""
     launches: list[ProfRecord] = []
     by_correlation: dict[int, list[ProfRecord]] = defaultdict(list)
     for r in records:
@@ -201,13 +200,23 @@ def iteration_spans(records: Iterable[ProfRecord], windows: Sequence[tuple[int, 
             by_correlation[r.correlation_id].append(r)
     launches.sort(key=lambda r: r.start_ns)
     starts = [r.start_ns for r in launches]
+    out = []
+    for t0, t1 in windows:
+        calls = launches[bisect.bisect_left(starts, t0) : bisect.bisect_right(starts, t1)]
+        correlation_ids = {r.correlation_id for r in calls}
+        out.append((calls, [a for c in correlation_ids for a in by_correlation.get(c, ())]))
+    return out
 
+
+def iteration_spans(records: Iterable[ProfRecord], windows: Sequence[tuple[int, int]]) -> list[float]:
+    """GPU span (ms) of each window's work: API records starting in [t0, t1] -> GPU records by correlation id.
+
+    Raises TimingError "No kernel activities recorded for iteration i" when a window launched no GPU work,
+    and "Inconsistent kernel names: ..." when a window's set of signatures differs from window 0's.
+    """
     spans: list[float] = []
     first: set[str] | None = None
-    for i, (t0, t1) in enumerate(windows):
-        lo, hi = bisect.bisect_left(starts, t0), bisect.bisect_right(starts, t1)
-        correlation_ids = {launches[j].correlation_id for j in range(lo, hi)}
-        activities = [a for c in correlation_ids for a in by_correlation.get(c, ())]
+    for i, (_, activities) in enumerate(window_records(records, windows)):
         if not activities:
             raise TimingError(f"No kernel activities recorded for iteration {i}")
         names = {a.signature() for a in activities}
@@ -297,7 +306,10 @@ def _flush_buffer(device) -> torch.Tensor:
     return torch.empty(2 * int(l2_bytes), dtype=torch.int8, device=device)
 
 
-def _time_cupti(fn: Callable, pool: ShiftingPool, warmup: int, rep: int, device) -> list[float]:
+def profile_calls(fn: Callable, pool: ShiftingPool, warmup: int, rep: int, device) -> Any:
+    """The official CUPTI loop: `warmup` calls, then `rep` calls under the profiler, call i inside the
+    window `REP_MARK + str(i)`, L2 flushed before each; returns the kineto events (records_from_kineto and
+    windows_from_kineto read them)."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
     flush = _flush_buffer(device)
@@ -314,7 +326,11 @@ def _time_cupti(fn: Callable, pool: ShiftingPool, warmup: int, rep: int, device)
             with record_function(f"{REP_MARK}{i}"):
                 fn(*args)
             torch.cuda.synchronize()
-    events = prof.profiler.kineto_results.events()
+    return prof.profiler.kineto_results.events()
+
+
+def _time_cupti(fn: Callable, pool: ShiftingPool, warmup: int, rep: int, device) -> list[float]:
+    events = profile_calls(fn, pool, warmup, rep, device)
     return iteration_spans(records_from_kineto(events), windows_from_kineto(events, rep))
 
 

@@ -18,6 +18,7 @@ from harness.timing import (
     records_from_kineto,
     storage_span,
     time_runnable,
+    window_records,
     windows_from_kineto,
 )
 
@@ -107,6 +108,21 @@ def test_spans_cover_first_start_to_last_end_of_the_window_work():
     ]
     spans = iteration_spans(records, [(100, 200), (1000, 1050)])
     assert spans == pytest.approx([(520 - 300) / 1e6, (1300 - 1100) / 1e6])
+
+
+def test_window_records_group_api_calls_and_the_gpu_work_they_launched():
+    records = [
+        _launch(1, 90),  # before the window
+        _kernel(1, 95, 300, "flush"),
+        _launch(3, 130, "cuLaunchKernel"),  # out of start order in the list
+        _kernel(3, 460, 520, "b"),
+        _launch(2, 110),
+        _kernel(2, 300, 400, "a"),
+        ProfRecord("runtime", "cudaStreamSynchronize", 150, 600, 9),  # in the window, no GPU work
+    ]
+    [(calls, work)] = window_records(records, [(100, 200)])
+    assert [c.correlation_id for c in calls] == [2, 3, 9]
+    assert sorted(a.name for a in work) == ["a", "b"]
 
 
 def test_spans_count_side_stream_work_and_graph_launches():

@@ -21,18 +21,17 @@ import time
 from pathlib import Path
 
 import torch
-from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from harness.correctness import compute_error_stats  # noqa: E402
 from harness.inputs import gen_inputs  # noqa: E402
 from harness.tasks import load_module, load_task  # noqa: E402
 from harness.timing import (  # noqa: E402
-    REP_MARK,
     ShiftingPool,
-    _flush_buffer,
+    profile_calls,
     records_from_kineto,
     time_runnable,
+    window_records,
     windows_from_kineto,
 )
 
@@ -40,29 +39,17 @@ kernel = load_module(Path(__file__).with_name("kernel.py"), "_probe077_kernel")
 WORKLOADS = ("7fe6a6e0", "e0c9d304", "de74c6c6", "9589e23a")  # #16, #2, #5, #11
 
 
-def probe(fn, pool: ShiftingPool, calls: int, flush: torch.Tensor) -> dict[str, float]:
-    for _ in range(5):
-        flush.zero_()
-        fn(*pool.next_args())
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for i in range(calls):
-            args = pool.next_args()
-            flush.zero_()
-            with record_function(f"{REP_MARK}{i}"):
-                fn(*args)
-            torch.cuda.synchronize()
-    events = prof.profiler.kineto_results.events()
-    records, windows = records_from_kineto(events), windows_from_kineto(events, calls)
-    api = sorted((r for r in records if r.kind == "runtime"), key=lambda r: r.start_ns)
-    gpu: dict[int, list] = {}
-    for r in records:
-        if r.kind != "runtime":
-            gpu.setdefault(r.correlation_id, []).append(r)
+def probe(fn, pool: ShiftingPool, calls: int) -> dict[str, float]:
+    """Medians over `calls` calls of the official CUPTI loop (harness.timing.profile_calls)."""
+    events = profile_calls(fn, pool, 5, calls, "cuda")
+    windows = windows_from_kineto(events, calls)
     rows = []
-    for t0, t1 in windows:
-        launches = [r for r in api if t0 <= r.start_ns <= t1 and r.correlation_id in gpu]
-        acts = sorted((a for c in launches for a in gpu[c.correlation_id]), key=lambda a: a.start_ns)
+    for (t0, _), (api, acts) in zip(
+        windows, window_records(records_from_kineto(events), windows), strict=True
+    ):
+        launched = {a.correlation_id for a in acts}
+        launches = [r for r in api if r.correlation_id in launched]  # API calls that launched GPU work
+        acts = sorted(acts, key=lambda a: a.start_ns)
         rows.append(
             dict(
                 span=(acts[-1].end_ns - acts[0].start_ns) / 1e3,
@@ -97,12 +84,12 @@ def layout_ab(task, workload, inputs) -> dict:
     return row
 
 
-def launch_probe(inputs, flush) -> dict:
+def launch_probe(inputs) -> dict:
     out = torch.empty_like(inputs[0])
     row = {}
     for direct in (True, False):
         kernel.DIRECT_LAUNCH = direct
-        row[f"direct={direct}"] = probe(kernel.run, ShiftingPool(inputs, [out], 40), 30, flush)
+        row[f"direct={direct}"] = probe(kernel.run, ShiftingPool(inputs, [out], 40), 30)
     kernel.DIRECT_LAUNCH = True
     cpu = []
     for _ in range(20):
@@ -120,13 +107,12 @@ def main() -> None:
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="uuid prefixes, comma-separated")
     args = parser.parse_args()
     task = load_task("077")
-    flush = _flush_buffer("cuda")
     report = {}
     for prefix in args.workloads.split(","):
         workload = task.workload(prefix)
         torch.manual_seed(200)
         inputs = gen_inputs(task.definition, workload, device="cuda")
-        row = layout_ab(task, workload, inputs) if args.layout_ab else launch_probe(inputs, flush)
+        row = layout_ab(task, workload, inputs) if args.layout_ab else launch_probe(inputs)
         report[prefix] = row
         print(prefix, workload.axes, row, flush=True)
         del inputs
