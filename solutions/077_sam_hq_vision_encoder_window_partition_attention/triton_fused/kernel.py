@@ -593,14 +593,10 @@ Launch = tuple  # (triton.JITFunction, grid, args, kwargs)
 DIRECT_LAUNCH = True
 #: Triton versions whose launch protocol (`CompiledKernel[grid](*all parameters, stream=)`) was checked.
 _DIRECT_LAUNCH_TRITON = ((3, 6), (3, 9))
+_TRITON_VERSION = tuple(int(v) for v in triton.__version__.split(".")[:2])
 _SIGNATURES: dict = {}  # kernel -> [(parameter name, default)]
 _EMPTY = inspect.Parameter.empty
 _RUNNERS: dict = {}  # launch key -> the compiled kernel's runner (see _direct_launchers)
-
-
-def _triton_version() -> tuple[int, int]:
-    major, minor = triton.__version__.split(".")[:2]
-    return int(major), int(minor)
 
 
 def _direct_launch_ok(plan: list[Launch]) -> bool:
@@ -611,7 +607,7 @@ def _direct_launch_ok(plan: list[Launch]) -> bool:
     if not DIRECT_LAUNCH or not plan or not isinstance(plan[0][0], JITFunction):
         return False  # the interpreter's functions (InterpretedFunction) compile nothing
     lo, hi = _DIRECT_LAUNCH_TRITON
-    return lo <= _triton_version() <= hi
+    return lo <= _TRITON_VERSION <= hi
 
 
 def _parameters(fn, args: tuple, kwargs: dict) -> list:
@@ -656,7 +652,7 @@ def _direct_launchers(plan: list[Launch]) -> list[tuple]:
     device = torch.cuda.current_device()
     out = []
     for fn, grid, args, kwargs in plan:
-        key = (fn, device, tuple(grid), tuple(map(_arg_key, args)), tuple(sorted(kwargs.items())))
+        key = (fn, device, tuple(grid), tuple(map(_arg_key, args)), tuple(kwargs.items()))
         runner = _RUNNERS.get(key)
         if runner is None:
             if len(_RUNNERS) >= 4096:
@@ -840,9 +836,11 @@ class ScratchPlan:
     weight_elems: int  # fp16 weight copies (0 in tf32)
     elem: int  # bytes per element of the operand dtype
     input_bytes: int  # bytes of x
-    compact: bool = (
-        False  # COMPACT_LAYOUT: no `a` buffer (LN1 in the output's rows, o over q, LN2 + h in qkv)
-    )
+
+    @property
+    def compact(self) -> bool:
+        """COMPACT_LAYOUT: no `a` buffer (LN1 in the output's rows, o over q, LN2's rows + h in qkv's space)."""
+        return self.a_elems == 0
 
     @property
     def scratch_bytes(self) -> int:
@@ -904,28 +902,23 @@ def plan_scratch(
         workspace_bytes = total - weight_elems * 2
     budget = max(0, workspace_bytes // elem)  # elements
     int32_cap = (2**31 - 1) // MLP_DIM - 1  # int32 offsets: (T + 1) * 3072 < 2**31
+    a_tok = 0 if compact else HIDDEN  # elements per token of the separate `a` buffer
+    h_base = HIDDEN - a_tok  # elements per chunk token before h in qkv's space (compact: LN2's rows)
     plans = []
     for split in {"never": (False,), "always": (True,), "auto": (False, True)}[mlp_split]:
-        if compact:
-            per_token = QKV_DIM if split else HIDDEN + MLP_DIM
-        else:
-            per_token = HIDDEN + (QKV_DIM if split else MLP_DIM)
-        fixed = QKV_DIM if compact else HIDDEN + QKV_DIM  # the padded token's row
+        per_token = a_tok + (QKV_DIM if split else h_base + MLP_DIM)
+        fixed = a_tok + QKV_DIM  # the padded token's row
         max_tokens = max(1, min((budget - fixed) // per_token, int32_cap))
         chunks = tuple(plan_chunks(batch, height, width, max_tokens))
         sizes = [t1 - t0 for *_, t0, t1 in chunks]
         t_max = max(sizes)
         big_elems = (t_max + 1) * QKV_DIM
-        if compact:
-            a_elems, h_base = 0, HIDDEN  # h after LN2's rows
-            if not split:
-                big_elems = max(big_elems, t_max * (HIDDEN + MLP_DIM))
-        else:
-            a_elems, h_base = (t_max + 1) * HIDDEN, 0
-            if not split:
-                big_elems = max(big_elems, t_max * MLP_DIM)
+        if not split:
+            big_elems = max(big_elems, t_max * (h_base + MLP_DIM))
         subs = tuple(_even_split(t, -(-t * MLP_DIM // (big_elems - t * h_base))) for t in sizes)
-        plans.append(ScratchPlan(chunks, subs, a_elems, big_elems, weight_elems, elem, input_bytes, compact))
+        plans.append(
+            ScratchPlan(chunks, subs, (t_max + 1) * a_tok, big_elems, weight_elems, elem, input_bytes)
+        )
     return min(plans, key=lambda p: (p.launches, len(p.chunks), p.scratch_bytes))
 
 
