@@ -187,6 +187,22 @@ def _ln_cols(y, mean, rstd, lnw, lnb, cols, live):
 
 
 @triton.jit
+def _head_rows(w, live, acc, R, C: tl.constexpr):
+    """Work item w = (row tile, head) of phases 2 and 6: head h, the tile's rows r (valid: r < R), the
+    columns c, the head's 16 channels d, the row block's offsets, its rows y from `acc`, their mean, 1/std."""
+    h = w % 8
+    rt = w // 8
+    r = rt * _RT + tl.arange(0, _RT)
+    valid = (r < R) & live
+    c = tl.arange(0, C)
+    d = h * 16 + tl.arange(0, 16)
+    off = r[:, None] * C + c[None, :]
+    y = tl.load(acc + off, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+    mean, rstd = _row_stats(y)
+    return h, r, valid, c, d, off, y, mean, rstd
+
+
+@triton.jit
 def _proj(
     x_ptr, off, ok, mean, rstd, lnw, lnb, pe_ptr, w_ptr, wrow, live,
     N: tl.constexpr, LN: tl.constexpr, PE: tl.constexpr, C: tl.constexpr, KC: tl.constexpr,
@@ -269,15 +285,7 @@ def _ph2_ln1_t2i_fold(
     NC: tl.constexpr,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
-    h = w % 8
-    rt = w // 8
-    r = rt * _RT + tl.arange(0, _RT)
-    valid = (r < R) & live
-    c = tl.arange(0, C)
-    d = h * 16 + tl.arange(0, 16)
-    off = r[:, None] * C + c[None, :]
-    y = tl.load(y1acc + off, mask=valid[:, None], other=0.0, cache_modifier=".cg")
-    mean, rstd = _row_stats(y)
+    h, r, valid, c, d, off, y, mean, rstd = _head_rows(w, live, y1acc, R, C)
     if NC == C:  # (NC < C: in the column loop below)
         if h == 0:  # x1 + bout_t2i seeds y2acc (phase 4 adds the attention)
             x1 = (y - mean[:, None]) * rstd[:, None] * tl.load(ln1w + c, mask=live, other=0.0)[None, :]
@@ -451,15 +459,7 @@ def _ph6_ln3_i2t_fold(
     NC: tl.constexpr,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
-    h = w % 8
-    rt = w // 8
-    r = rt * _RT + tl.arange(0, _RT)
-    valid = (r < R) & live
-    c = tl.arange(0, C)
-    d = h * 16 + tl.arange(0, 16)
-    off = r[:, None] * C + c[None, :]
-    y = tl.load(y3acc + off, mask=valid[:, None], other=0.0, cache_modifier=".cg")
-    mean, rstd = _row_stats(y)
+    h, r, valid, c, d, off, y, mean, rstd = _head_rows(w, live, y3acc, R, C)
     if NC == C:  # (NC < C: in the column loop below)
         if h == 0:
             x3 = _ln_cols(y, mean, rstd, ln3w, ln3b, c, live)
