@@ -103,6 +103,24 @@ def _stamp(times, k, pid):
 
 
 @triton.jit
+def _phase_barrier(
+    sync,
+    k: tl.constexpr,
+    n_items,
+    times,
+    pid,
+    MAXSPIN: tl.constexpr,
+    SPIN_NS: tl.constexpr,
+    INSTR: tl.constexpr,
+):
+    """Persistent mode, after phase k + 1: wait until its n_items items arrived (counter k); with INSTR,
+    program 0 then stamps the start of phase k + 2."""
+    _wait(sync + k, n_items, MAXSPIN, SPIN_NS)
+    if INSTR:
+        _stamp(times, k + 1, pid)
+
+
+@triton.jit
 def _prefetch_l2(ptrs):
     """Fire-and-forget L2 prefetch of the 128 B lines holding `ptrs` (GPU only: inline PTX)."""
     tl.inline_asm_elementwise(
@@ -696,9 +714,7 @@ def _two_way_kernel(
             if PERSIST:
                 _arrive(sync + 0)
     if PERSIST:
-        _wait(sync + 0, n1, MAXSPIN, SPIN_NS)
-        if INSTR:
-            _stamp(times, 1, pid)
+        _phase_barrier(sync, 0, n1, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 2:
         for w in range(pid, n2, G):
@@ -709,9 +725,7 @@ def _two_way_kernel(
             if PERSIST:
                 _arrive(sync + 1)
     if PERSIST:
-        _wait(sync + 1, n2, MAXSPIN, SPIN_NS)
-        if INSTR:
-            _stamp(times, 2, pid)
+        _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 3:
         for w in range(pid, n3, G):
@@ -721,9 +735,7 @@ def _two_way_kernel(
             if PERSIST:
                 _arrive(sync + 2)
     if PERSIST:
-        _wait(sync + 2, n3, MAXSPIN, SPIN_NS)
-        if INSTR:
-            _stamp(times, 3, pid)
+        _phase_barrier(sync, 2, n3, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 4:
         for w in range(pid, n4, G):
@@ -733,9 +745,7 @@ def _two_way_kernel(
             if PERSIST:
                 _arrive(sync + 3)
     if PERSIST:
-        _wait(sync + 3, n4, MAXSPIN, SPIN_NS)
-        if INSTR:
-            _stamp(times, 4, pid)
+        _phase_barrier(sync, 3, n4, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 5:
         for w in range(pid, n5, G):
@@ -743,9 +753,7 @@ def _two_way_kernel(
             if PERSIST:
                 _arrive(sync + 4)
     if PERSIST:
-        _wait(sync + 4, n5, MAXSPIN, SPIN_NS)
-        if INSTR:
-            _stamp(times, 5, pid)
+        _phase_barrier(sync, 4, n5, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 6:
         for w in range(pid, n2, G):
@@ -756,9 +764,7 @@ def _two_way_kernel(
             if PERSIST:
                 _arrive(sync + 5)
     if PERSIST:
-        _wait(sync + 5, n2, MAXSPIN, SPIN_NS)
-        if INSTR:
-            _stamp(times, 6, pid)
+        _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 7:
         # the accumulators are dead now (read in phases 2, 5, 6): zero them for the next call
