@@ -224,12 +224,12 @@ def _head_rows(w, live, acc, R, C: tl.constexpr):
 def _proj(
     x_ptr, off, ok, mean, rstd, lnw, lnb, pe_ptr, w_ptr, wrow, live,
     N: tl.constexpr, LN: tl.constexpr, PE: tl.constexpr, C: tl.constexpr, KC: tl.constexpr,
-    P3: tl.constexpr, RN: tl.constexpr,
+    P3: tl.constexpr, RN: tl.constexpr, QS: tl.constexpr = 1,
 ):  # fmt: skip
     """[16, N] = f(X) @ W[wrow, :]^T, f(X) = LN(X) (+ PE), in a real loop over KC-wide pieces of the
     contraction (one copy of the code; the rows are re-read per piece from L1/L2)."""
     acc = tl.zeros([_RT, N], tl.float32)
-    for kb in range(0, C, KC):
+    for kb in tl.range(0, C, KC, num_stages=QS):  # QS > 1: the next pieces' loads in flight (cp.async)
         cols = kb + tl.arange(0, KC)
         xo = off[:, None] + cols[None, :]
         x = tl.load(x_ptr + xo, mask=ok[:, None], other=0.0, cache_modifier=".cg")
@@ -252,6 +252,7 @@ def _proj(
 def _ph1_self_attn(
     w, live, q_ptr, qp_ptr, wq, bq, wk, bk, wv, bv, wo, bo, y1acc, R, T, IPB, pe_sa,
     C: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, NC: tl.constexpr,
+    QS: tl.constexpr = 1,
 ):  # fmt: skip
     h = w % 8
     g = w // 8
@@ -264,7 +265,7 @@ def _ph1_self_attn(
     wqk = tl.where(d2 < 32, wq, wk)  # the q and k rows of head h as one [64, C] operand
     acc_qk = tl.zeros([_RT, 64], tl.float32)
     acc_v = tl.zeros([_RT, 32], tl.float32)
-    for kb in range(0, C, KC):
+    for kb in tl.range(0, C, KC, num_stages=QS):
         cols = kb + tl.arange(0, KC)
         xo = r[:, None] * C + cols[None, :]
         x = tl.load(q_ptr + xo, mask=valid[:, None], other=0.0)
@@ -300,7 +301,7 @@ def _ph1_self_attn(
 def _ph2_ln1_t2i_fold(
     w, live, y1acc, qp_ptr, ln1w, ln1b, wq, bq, wk, bk, bo_t2i, y2acc, a1, c1, R, T,
     C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
-    NC: tl.constexpr,
+    NC: tl.constexpr, QS: tl.constexpr = 1,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
     h, r, valid, c, d, off, y, mean, rstd = _head_rows(w, live, y1acc, R, C)
@@ -313,7 +314,7 @@ def _ph2_ln1_t2i_fold(
             )
             tl.atomic_add(y2acc + off, x1, mask=valid[:, None], sem="relaxed", scope="gpu")
     qh = _proj(
-        y1acc, r * C, valid, mean, rstd, ln1w, ln1b, qp_ptr, wq, d, live, 16, True, True, C, KC, P3, RN
+        y1acc, r * C, valid, mean, rstd, ln1w, ln1b, qp_ptr, wq, d, live, 16, True, True, C, KC, P3, RN, QS
     )
     qh = (qh + tl.load(bq + d, mask=live, other=0.0)[None, :]) * X_SCALE  # [16, 16] pre-scaled
     cb = tl.sum(qh * tl.load(bk + d, mask=live, other=0.0)[None, :], 1)  # [16]  q_ht . bk_h
@@ -341,7 +342,7 @@ def _ph2_ln1_t2i_fold(
 def _ph3_t2i_pass(
     w, live, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, NHALF: tl.constexpr, PF_DIST: tl.constexpr,
-    RN: tl.constexpr,
+    RN: tl.constexpr, KS: tl.constexpr = 1,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
     half = w % NHALF
@@ -358,7 +359,7 @@ def _ph3_t2i_pass(
     acc = tl.zeros([64, C], tl.float32)
     s0 = ch * CH
     s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)  # a dry run does one tile
-    for st in range(s0, s1, BS):
+    for st in tl.range(s0, s1, BS, num_stages=KS):  # KS > 1: cp.async software pipeline
         if PF_DIST > 0:  # pull a later tile of this chunk into L2 while this one computes
             _prefetch_tokens(k_ptr, kp_ptr, item, S, st + PF_DIST * BS, s0, s1, BS, C)
         tok = st + tl.arange(0, BS)
@@ -386,7 +387,7 @@ def _ph3_t2i_pass(
 def _ph4_t2i_combine(
     w, live, pm, pl, pacc, wv, bv, wo, y2acc, R, T, n_ch,
     C: tl.constexpr, TPK: tl.constexpr, ND: tl.constexpr, NCB: tl.constexpr, P3: tl.constexpr,
-    RN: tl.constexpr, NC: tl.constexpr,
+    RN: tl.constexpr, NC: tl.constexpr, CS: tl.constexpr = 1,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
     DS: tl.constexpr = C // ND
@@ -402,7 +403,8 @@ def _ph4_t2i_combine(
     m_run = tl.full([_RT], _NEG, tl.float32)
     l_run = tl.zeros([_RT], tl.float32)
     acc = tl.zeros([_RT, DS], tl.float32)
-    for cb0 in range(0, tl.where(live, n_ch, 1), NCB):  # NCB chunks per step: one round trip for NCB partials
+    # NCB chunks per step: one round trip for NCB partials (CS > 1: the next steps' loads in flight)
+    for cb0 in tl.range(0, tl.where(live, n_ch, 1), NCB, num_stages=CS):
         chs = cb0 + tl.arange(0, NCB)
         base = (item[None, :] * n_ch + chs[:, None]) * M8 + jrow[None, :]  # [NCB, 16]
         ok = (chs < n_ch)[:, None] & valid[None, :]
@@ -437,7 +439,7 @@ def _ph4_t2i_combine(
 def _ph5_mlp(
     w, live, y2acc, ln2w, ln2b, w1, b1, w2, b2, y3acc, R,
     C: tl.constexpr, HB: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
-    NC: tl.constexpr,
+    NC: tl.constexpr, QS: tl.constexpr = 1,
 ):  # fmt: skip
     NHB: tl.constexpr = 2048 // HB
     hb = w % NHB
@@ -450,7 +452,7 @@ def _ph5_mlp(
     y = tl.load(y2acc + off, mask=valid[:, None], other=0.0, cache_modifier=".cg")
     mean, rstd = _row_stats(y)
     hid = _proj(
-        y2acc, r * C, valid, mean, rstd, ln2w, ln2b, y2acc, w1, hh, live, HB, True, False, C, KC, P3, RN
+        y2acc, r * C, valid, mean, rstd, ln2w, ln2b, y2acc, w1, hh, live, HB, True, False, C, KC, P3, RN, QS
     )
     hid = tl.maximum(hid + tl.load(b1 + hh, mask=live, other=0.0)[None, :], 0.0)  # [16, HB]
     for nb in range(0, C, NC):  # output columns in NC-wide pieces
@@ -474,7 +476,7 @@ def _ph5_mlp(
 def _ph6_ln3_i2t_fold(
     w, live, y3acc, qp_ptr, ln3w, ln3b, out_q, wq, bq, wk, bk, wv, bv, wo, a2, c2, vwb, vws, R, T,
     C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
-    NC: tl.constexpr,
+    NC: tl.constexpr, QS: tl.constexpr = 1,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
     h, r, valid, c, d, off, y, mean, rstd = _head_rows(w, live, y3acc, R, C)
@@ -484,7 +486,7 @@ def _ph6_ln3_i2t_fold(
             tl.store(out_q + off, x3, mask=valid[:, None])
     kh = tl.zeros([_RT, 16], tl.float32)
     vh = tl.zeros([_RT, 16], tl.float32)
-    for kb in range(0, C, KC):  # K_h from x3 + pe, V_h from x3, in one pass over the pieces
+    for kb in tl.range(0, C, KC, num_stages=QS):  # K_h from x3 + pe, V_h from x3, in one pass over the pieces
         cols = kb + tl.arange(0, KC)
         xo = r[:, None] * C + cols[None, :]
         x3p = tl.load(y3acc + xo, mask=valid[:, None], other=0.0, cache_modifier=".cg")
@@ -557,7 +559,7 @@ def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constex
 def _ph7_i2t_pass(
     w, live, k_ptr, kp_ptr, a2, c2, vwb, vws, bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, PF_DIST: tl.constexpr, RN: tl.constexpr,
-    V3: tl.constexpr,
+    V3: tl.constexpr, RK: tl.constexpr = 0,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
     NH: tl.constexpr = M8 // 64  # 64-row halves of the [8 heads x TPK] rows (2 when T > 8)
@@ -583,7 +585,14 @@ def _ph7_i2t_pass(
         off = (item * S + tok)[None, :] * C + c[:, None]  # [C, BS] transposed tile
         kt = tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg")
         xt = _tf32_rn(kt + tl.load(kp_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg"), RN)
-        o = kt + bo_c[:, None]  # [C, BS] residual + out bias, then p @ VW
+        # [C, BS] residual + out bias, then p @ VW. RK: the residual tile is read again (L2) instead of
+        # keeping kt live across the dots (1: before them, as their accumulator; 2: after them)
+        if RK == 0:
+            o = kt + bo_c[:, None]
+        elif RK == 1:
+            o = tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".ca") + bo_c[:, None]
+        else:
+            o = tl.zeros([C, BS], tl.float32)
         if NH == 1:
             o = _i2t_half(xt, a, cb, jv0, vb, vs, o, TPK, BS, RN, V3)
         else:  # T > 8: the two halves' operands do not fit in shared memory together; re-read per tile
@@ -592,6 +601,8 @@ def _ph7_i2t_pass(
                 jvh = ((jh % TPK) < T) & live
                 ah, cbh, vbh, vsh = _i2t_operands(a2, c2, vwb, vws, item, jh, jvh, C, M8, V3)
                 o = _i2t_half(xt, ah, cbh, jvh, vbh, vsh, o, TPK, BS, RN, V3)
+        if RK == 2:
+            o += tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".ca") + bo_c[:, None]
         mean = tl.sum(o, 0) / C
         oc = o - mean[None, :]
         var = tl.sum(oc * oc, 0) / C
@@ -616,7 +627,7 @@ def _two_way_kernel(
     ND: tl.constexpr, NCB: tl.constexpr, HB: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr,
     PF_W: tl.constexpr, PF_TOK: tl.constexpr, PF_DIST: tl.constexpr, WARM: tl.constexpr,
     MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, INSTR: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr,
-    NC: tl.constexpr,
+    NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..7: that phase only,
     one work item per program."""
@@ -709,7 +720,7 @@ def _two_way_kernel(
         for w in range(pid, n1, G):
             _ph1_self_attn(
                 w, True, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, y1acc, R, T, IPB,
-                pe_sa, C, KC, P3, RN, NC,
+                pe_sa, C, KC, P3, RN, NC, QS,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 0)
@@ -720,7 +731,7 @@ def _two_way_kernel(
         for w in range(pid, n2, G):
             _ph2_ln1_t2i_fold(
                 w, True, y1acc, qp_ptr, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
-                C, TPK, KC, P3, RN, NC,
+                C, TPK, KC, P3, RN, NC, QS,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 1)
@@ -730,7 +741,8 @@ def _two_way_kernel(
     if PERSIST or PHASE == 3:
         for w in range(pid, n3, G):
             _ph3_t2i_pass(
-                w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH, C, TPK, BS1, NHALF, PF_DIST, RN
+                w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
+                C, TPK, BS1, NHALF, PF_DIST, RN, KS1,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 2)
@@ -740,7 +752,7 @@ def _two_way_kernel(
     if PERSIST or PHASE == 4:
         for w in range(pid, n4, G):
             _ph4_t2i_combine(
-                w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, C, TPK, ND, NCB, P3, RN, NC
+                w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, C, TPK, ND, NCB, P3, RN, NC, CS
             )
             if PERSIST:
                 _arrive(sync + 3)
@@ -749,7 +761,7 @@ def _two_way_kernel(
 
     if PERSIST or PHASE == 5:
         for w in range(pid, n5, G):
-            _ph5_mlp(w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3, RN, NC)
+            _ph5_mlp(w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3, RN, NC, QS)
             if PERSIST:
                 _arrive(sync + 4)
     if PERSIST:
@@ -759,7 +771,7 @@ def _two_way_kernel(
         for w in range(pid, n2, G):
             _ph6_ln3_i2t_fold(
                 w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
-                vwb, vws, R, T, C, TPK, KC, P3, RN, NC,
+                vwb, vws, R, T, C, TPK, KC, P3, RN, NC, QS,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 5)
@@ -774,7 +786,7 @@ def _two_way_kernel(
             w = pid + (n_mine - 1 - i) * G  # this program's chunks, last first (L2 reuse after phase 3)
             _ph7_i2t_pass(
                 w, True, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                C, TPK, BS2, PF_DIST, RN, V3,
+                C, TPK, BS2, PF_DIST, RN, V3, RK,
             )  # fmt: skip
 
     if PERSIST:  # the last program out resets the counters for the next call (stream order publishes it)
@@ -798,12 +810,12 @@ class Config:
     grid: int = 0  # persistent programs; 0: one per SM (they must all be co-resident)
     num_warps: int = 8
     num_stages: int = 1
-    bs1: int = 16  # key tile of the t2i pass (32 spills in the loop)
+    bs1: int = 16  # key tile of the t2i pass (32: 224 KB of shared memory for sm_90a, 256 KB for sm_100a)
     bs2: int = 32  # key tile of the i2t pass (16 before 2026-11-29: 32 is 2.7 % faster in the official run)
     min_chunk: int = 32  # fewest key tokens per chunk
     waves: float = 1.0  # key chunks (t2i pass work items) per program
-    nd: int = 4  # phase-4 channel slices (256 / nd channels each)
-    ncb: int = 4  # chunk partials combined per step in phase 4 (16 until 2026-11-29: 4 is 7.6 % faster)
+    nd: int = 8  # phase-4 channel slices (256 / nd channels each; 4 until session 4)
+    ncb: int = 2  # chunk partials combined per step in phase 4 (16, then 4 until session 4)
     hb: int = 32  # MLP hidden block
     kc: int = 64  # contraction piece of the query-side projections (a real loop over 256 / kc pieces)
     nc: int = 256  # output-column piece of the query-side [16, 256] products (< 256: a real loop, less code)
@@ -811,11 +823,19 @@ class Config:
     warm: bool = False  # dry runs of phases 2..7 by six idle programs during phase 1 (measured slower)
     prefetch_weights: bool = True  # L2-prefetch the query-side weights at start (persistent, GPU)
     prefetch_tokens: int = 32  # tokens of each program's first key chunk prefetched at start (0: off)
-    prefetch_dist: int = 2  # key passes: L2-prefetch the tile this many tiles ahead (0: off)
+    prefetch_dist: int = 0  # key passes: L2-prefetch the tile this many tiles ahead (0: off; 2 before)
     spin_ns: int = 0  # nanosleep between counter polls (0: busy polling)
     maxspin: int = 1 << 22
     v_terms: int = 2  # i2t values: 2 (VW rounded to TF32, p split) or 3 (3xTF32: +64 KB shared memory)
     tf32_rn: bool = True  # round key-side tensor-core operands to nearest (False: the tensor core truncates)
+    # cp.async software pipelines (tl.range num_stages; 1: plain loads). Shared memory grows by a tile per
+    # stage: check the 227 KB limit. Phase 7 is not pipelined: on the H200's Triton 3.6 it faulted (illegal
+    # address) with 16-token tiles and 2 or 3 stages (session 4).
+    stages1: int = 3  # phase-3 (t2i key pass) tile loop
+    qstages: int = 4  # query-side K loops (phases 1, 2, 5, 6): cp.async pipeline depth over the kc pieces
+    cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
+    # phase 7: 0 keeps the key tile live for the residual; 1/2 re-read it (L2) before/after the dots
+    reload_k: int = 2
     instr: bool = False  # program 0 records clock64/globaltimer at every phase start (GPU, persistent)
 
 
@@ -997,6 +1017,10 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         INSTR=instr,
         RN=cfg.tf32_rn,
         V3=cfg.v_terms == 3,
+        KS1=cfg.stages1,
+        QS=cfg.qstages,
+        CS=cfg.cstages,
+        RK=cfg.reload_k,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

@@ -54,6 +54,9 @@ kernel = load_module(Path(__file__).with_name("kernel.py"), "_tune075_kernel")
 Config = kernel.Config
 BASE = kernel.DEFAULT_CONFIG
 
+# session 4 (relative to BASE, which is S5 itself since then): the round-3 and round-4 winners
+S4 = dataclasses.replace(BASE, qstages=4, stages1=3, ncb=2, cstages=4, nd=8, reload_k=0, prefetch_dist=2)
+S5 = dataclasses.replace(S4, reload_k=2, prefetch_dist=0)
 VARIANTS: dict[str, Config] = {
     "base": BASE,
     "v3": dataclasses.replace(BASE, v_terms=3),  # 3xTF32 i2t values (+64 KB shared memory)
@@ -82,6 +85,46 @@ VARIANTS: dict[str, Config] = {
     # session 3: fewer trips through the unpipelined query-side K loops (sm_90a AOT: 480 B stack vs 328)
     "kc128": dataclasses.replace(BASE, kc=128),
     "kc128_mc64": dataclasses.replace(BASE, kc=128, min_chunk=64),
+    # session 4: cp.async software pipelines (tl.range num_stages) in the key passes and query-side K loops
+    "ks3": dataclasses.replace(BASE, stages1=3),  # phase 3 tiles, 3 stages (sm_90a: 180 KB, as base)
+    "ks4": dataclasses.replace(BASE, stages1=4),
+    "qs4": dataclasses.replace(BASE, qstages=4),  # all four kc pieces of a query-side K loop in flight
+    "qs2": dataclasses.replace(BASE, qstages=2),
+    "kc32_qs4": dataclasses.replace(BASE, kc=32, qstages=4),
+    "qs4_ks3": dataclasses.replace(BASE, qstages=4, stages1=3),
+    "qs4_ks3_cs2": dataclasses.replace(BASE, qstages=4, stages1=3, cstages=2),  # phase-4 combine steps too
+    "qs4_ks3_cs4": dataclasses.replace(BASE, qstages=4, stages1=3, cstages=4),
+    "qs4_ks3_ncb2_cs4": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=2, cstages=4),
+    "qs4_ks3_mc64": dataclasses.replace(BASE, qstages=4, stages1=3, min_chunk=64),
+    "qs8_kc32_ks3": dataclasses.replace(BASE, kc=32, qstages=8, stages1=3),
+    "qs4_ks3_ncb1_cs4": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=1, cstages=4),
+    "qs4_ks3_ncb1_cs8": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=1, cstages=8),
+    "qs4_ks3_ncb2_cs8": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=2, cstages=8),
+    "qs4_ks3_ncb2_cs4_nd8": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=2, cstages=4, nd=8),
+    "qs4_ks3_ncb2_cs4_mc64": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=2, cstages=4, min_chunk=64),
+    "qs4_ks3_ncb2_cs4_hb16": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=2, cstages=4, hb=16),
+    # the winner so far (H200, 172.8 us against base 195.8) and phase 7 without the live key tile
+    "s4": S4,
+    "s4_rk1": dataclasses.replace(S4, reload_k=1),  # sm_90a (3.9), phase 7 alone: stack 336 -> 104 B
+    "s4_rk2": dataclasses.replace(S4, reload_k=2),  # phase 7 alone: 242 registers, no stack
+    "s4_rk2_nd16": dataclasses.replace(S4, reload_k=2, nd=16),
+    "s4_rk2_ks2": dataclasses.replace(S4, reload_k=2, stages1=2),
+    "s4_rk2_pf0": dataclasses.replace(S4, reload_k=2, prefetch_dist=0),
+    "s4_rk2_bs64": dataclasses.replace(S4, reload_k=2, bs2=64),  # 192 KB of shared memory
+    # round 5 around s4_rk2_pf0 (159.5 us)
+    "s5": S5,
+    "s5_pt0": dataclasses.replace(S5, prefetch_tokens=0),
+    "s5_pw0": dataclasses.replace(S5, prefetch_weights=False),
+    "s5_bs1_32": dataclasses.replace(S5, bs1=32),
+    "s5_bs1_32_ks2": dataclasses.replace(S5, bs1=32, stages1=2),
+    "s5_mc64": dataclasses.replace(S5, min_chunk=64),
+    "s5_ks4": dataclasses.replace(S5, stages1=4),
+    "s5_qs2": dataclasses.replace(S5, qstages=2),
+    # round 6: the defaults since session 4 (= s5) and knobs not swept with the pipelines yet
+    "kc128_qs2": dataclasses.replace(BASE, kc=128, qstages=2),
+    "nc128": dataclasses.replace(BASE, nc=128),
+    "hb64": dataclasses.replace(BASE, hb=64),
+    "mc64_ncb1": dataclasses.replace(BASE, min_chunk=64, ncb=1),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
