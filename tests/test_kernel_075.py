@@ -97,21 +97,41 @@ CASES = {
         4,
         130,
         False,
-        dict(mode="multi", grid=40, min_chunk=16, ncb=2, nd=2, hb=1024, kc=32, bs1=32, bs2=32),
+        dict(mode="multi", grid=40, min_chunk=16, ncb=2, nd=2, hb=1024, kc=32, bs1=32, bs2=32, csplit1=2),
     ),  # fmt: skip
     "multi-T16-halves": (2, 1, 16, 100, True, dict(mode="multi", grid=8, hb=512, nd=16, q_terms=1)),
     "persistent-T4-v3-warm": (1, 3, 4, 70, False, dict(grid=1, hb=256, v_terms=3, kc=128, nc=128, warm=True)),
-    "persistent-T6-skip": (2, 1, 6, 45, True, dict(grid=1, hb=256, bs1=32, bs2=64, nc=32, reload_k=1)),
+    "persistent-T6-skip": (
+        2,
+        1,
+        6,
+        45,
+        True,
+        dict(grid=1, hb=256, bs1=32, bs2=64, nc=32, reload_k=1, csplit=2),
+    ),
     # tune.py's compact-code variant (column and contraction loops of 64 / 16, fewer, longer chunks)
     "multi-T5-compact": (1, 1, 5, 80, False, dict(mode="multi", grid=40, hb=512, nc=64, kc=16, min_chunk=64)),
-    # cp.async pipelines (num_stages of the key-tile and query-side K loops; the interpreter runs them plainly)
+    # cp.async pipelines (num_stages; the interpreter runs the loops plainly), phase 7 re-reading its key tile,
+    # phases 1, 2 and 6 split by output columns
     "multi-P2-stages": (
         1,
         2,
         5,
         70,
         False,
-        dict(mode="multi", grid=40, hb=512, min_chunk=16, ncb=2, stages1=3, qstages=4, cstages=2, reload_k=2),
+        dict(
+            mode="multi",
+            grid=40,
+            hb=512,
+            min_chunk=16,
+            ncb=2,
+            stages1=3,
+            qstages=4,
+            cstages=2,
+            reload_k=2,
+            csplit=4,
+            csplit1=4,
+        ),
     ),  # fmt: skip
 }
 

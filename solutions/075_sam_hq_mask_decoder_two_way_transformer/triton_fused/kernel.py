@@ -252,10 +252,12 @@ def _proj(
 def _ph1_self_attn(
     w, live, q_ptr, qp_ptr, wq, bq, wk, bk, wv, bv, wo, bo, y1acc, R, T, IPB, pe_sa,
     C: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, NC: tl.constexpr,
-    QS: tl.constexpr = 1,
+    QS: tl.constexpr = 1, CP: tl.constexpr = 1,
 ):  # fmt: skip
-    h = w % 8
-    g = w // 8
+    NCS: tl.constexpr = C // CP  # CP > 1: the out-projection columns split over CP work items (NC <= NCS)
+    part = w % CP
+    h = (w // CP) % 8
+    g = w // (8 * CP)
     i = tl.arange(0, _RT)
     r = g * (IPB * T) + i  # flat rows of the IPB whole items of group g
     valid = (i < IPB * T) & (r < R) & live
@@ -284,7 +286,7 @@ def _ph1_self_attn(
     p = tl.exp2(s - tl.max(s, 1)[:, None])
     p = p / tl.sum(p, 1)[:, None]
     o = _fma_dot(p, vh)  # [16, 32]
-    for nb in range(0, C, NC):  # output columns in NC-wide pieces (NC < C: a real loop, less code)
+    for nb in range(part * NCS, part * NCS + NCS, NC):  # this item's output columns in NC-wide pieces
         cn = nb + tl.arange(0, NC)
         w_o = tl.load(wo + cn[:, None] * C + d[None, :], mask=live, other=0.0)  # [NC, 32] = Wout[cn, head]
         u = _tdot(o, tl.trans(w_o), tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC] this head's share
@@ -301,10 +303,12 @@ def _ph1_self_attn(
 def _ph2_ln1_t2i_fold(
     w, live, y1acc, qp_ptr, ln1w, ln1b, wq, bq, wk, bk, bo_t2i, y2acc, a1, c1, R, T,
     C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
-    NC: tl.constexpr, QS: tl.constexpr = 1,
+    NC: tl.constexpr, QS: tl.constexpr = 1, CP: tl.constexpr = 1,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
-    h, r, valid, c, d, off, y, mean, rstd = _head_rows(w, live, y1acc, R, C)
+    NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
+    part = w % CP
+    h, r, valid, c, d, off, y, mean, rstd = _head_rows(w // CP, live, y1acc, R, C)
     if NC == C:  # (NC < C: in the column loop below)
         if h == 0:  # x1 + bout_t2i seeds y2acc (phase 4 adds the attention)
             x1 = (y - mean[:, None]) * rstd[:, None] * tl.load(ln1w + c, mask=live, other=0.0)[None, :]
@@ -320,7 +324,7 @@ def _ph2_ln1_t2i_fold(
     cb = tl.sum(qh * tl.load(bk + d, mask=live, other=0.0)[None, :], 1)  # [16]  q_ht . bk_h
     item = r // T
     j = item * M8 + h * TPK + r % T  # row of A1 [items, 8 * TPK] (head-major inside an item)
-    for nb in range(0, C, NC):  # output columns in NC-wide pieces
+    for nb in range(part * NCS, part * NCS + NCS, NC):  # this item's output columns in NC-wide pieces
         cn = nb + tl.arange(0, NC)
         w_k = tl.load(wk + d[:, None] * C + cn[None, :], mask=live, other=0.0)  # [16, NC]
         a = _tdot(qh, w_k, tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]  Wk_h^T q_ht
@@ -335,7 +339,8 @@ def _ph2_ln1_t2i_fold(
                     + tl.load(bo_t2i + cn, mask=live, other=0.0)[None, :]
                 )
                 tl.atomic_add(y2acc + offn, x1, mask=valid[:, None], sem="relaxed", scope="gpu")
-    tl.store(c1 + j, cb, mask=valid)
+    if part == 0:
+        tl.store(c1 + j, cb, mask=valid)
 
 
 @triton.jit
@@ -476,10 +481,12 @@ def _ph5_mlp(
 def _ph6_ln3_i2t_fold(
     w, live, y3acc, qp_ptr, ln3w, ln3b, out_q, wq, bq, wk, bk, wv, bv, wo, a2, c2, vwb, vws, R, T,
     C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
-    NC: tl.constexpr, QS: tl.constexpr = 1,
+    NC: tl.constexpr, QS: tl.constexpr = 1, CP: tl.constexpr = 1,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
-    h, r, valid, c, d, off, y, mean, rstd = _head_rows(w, live, y3acc, R, C)
+    NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
+    part = w % CP
+    h, r, valid, c, d, off, y, mean, rstd = _head_rows(w // CP, live, y3acc, R, C)
     if NC == C:  # (NC < C: in the column loop below)
         if h == 0:
             x3 = _ln_cols(y, mean, rstd, ln3w, ln3b, c, live)
@@ -502,8 +509,9 @@ def _ph6_ln3_i2t_fold(
     item = r // T
     jl = h * TPK + r % T
     j = item * M8 + jl
-    tl.store(c2 + j, cb, mask=valid)
-    for nb in range(0, C, NC):  # output columns in NC-wide pieces
+    if part == 0:
+        tl.store(c2 + j, cb, mask=valid)
+    for nb in range(part * NCS, part * NCS + NCS, NC):  # this item's output columns in NC-wide pieces
         cn = nb + tl.arange(0, NC)
         w_q = tl.load(wq + d[:, None] * C + cn[None, :], mask=live, other=0.0)  # [16, NC]
         a = _tdot(kh, w_q, tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]  Wq_h^T K_ht
@@ -628,6 +636,7 @@ def _two_way_kernel(
     PF_W: tl.constexpr, PF_TOK: tl.constexpr, PF_DIST: tl.constexpr, WARM: tl.constexpr,
     MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, INSTR: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr,
     NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
+    CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..7: that phase only,
     one work item per program."""
@@ -642,8 +651,8 @@ def _two_way_kernel(
     y2acc = accs + n_acc
     y3acc = accs + 2 * n_acc
     n_key = NI * n_ch
-    n1 = 8 * NG
-    n2 = 8 * NRT
+    n1 = 8 * NG * CP1
+    n2 = 8 * NRT * CP
     n3 = n_key * NHALF
     n4 = NRT * 8 * ND
     n5 = NRT * (2048 // HB)
@@ -720,7 +729,7 @@ def _two_way_kernel(
         for w in range(pid, n1, G):
             _ph1_self_attn(
                 w, True, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, y1acc, R, T, IPB,
-                pe_sa, C, KC, P3, RN, NC, QS,
+                pe_sa, C, KC, P3, RN, NC1, QS, CP1,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 0)
@@ -731,7 +740,7 @@ def _two_way_kernel(
         for w in range(pid, n2, G):
             _ph2_ln1_t2i_fold(
                 w, True, y1acc, qp_ptr, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
-                C, TPK, KC, P3, RN, NC, QS,
+                C, TPK, KC, P3, RN, NC26, QS, CP,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 1)
@@ -771,7 +780,7 @@ def _two_way_kernel(
         for w in range(pid, n2, G):
             _ph6_ln3_i2t_fold(
                 w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
-                vwb, vws, R, T, C, TPK, KC, P3, RN, NC, QS,
+                vwb, vws, R, T, C, TPK, KC, P3, RN, NC26, QS, CP,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 5)
@@ -836,6 +845,10 @@ class Config:
     cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
     # phase 7: 0 keeps the key tile live for the residual; 1/2 re-read it (L2) before/after the dots
     reload_k: int = 2
+    # phases 2 and 6 (csplit) and 1 (csplit1): output columns split over that many work items (more programs;
+    # each redoes the K loop, and phase 1 the attention core)
+    csplit: int = 4  # (1 until session 4)
+    csplit1: int = 4
     instr: bool = False  # program 0 records clock64/globaltimer at every phase start (GPU, persistent)
 
 
@@ -903,18 +916,20 @@ class Plan:
     ND: int  # channel slices in phase 4
     NCB: int  # chunk partials per combine step
     HB: int  # MLP hidden block
+    CP: int  # column parts of phases 2 and 6
+    CP1: int  # column parts of phase 1
     grid: int  # persistent programs (0 in multi mode)
 
     @property
     def work(self) -> dict[int, int]:
         """Work items per phase."""
         return {
-            1: 8 * self.NG,
-            2: 8 * self.NRT,
+            1: 8 * self.NG * self.CP1,
+            2: 8 * self.NRT * self.CP,
             3: self.NI * self.n_ch * self.NHALF,
             4: self.NRT * 8 * self.ND,
             5: self.NRT * (D_MLP // self.HB),
-            6: 8 * self.NRT,
+            6: 8 * self.NRT * self.CP,
             7: self.NI * self.n_ch,
         }
 
@@ -931,6 +946,9 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"kc: expected 16, 32, 64, 128 or 256, got {cfg.kc}")
     if cfg.q_terms not in (1, 3):
         raise ValueError(f"q_terms: expected 1 or 3, got {cfg.q_terms}")
+    for name in ("csplit", "csplit1"):
+        if getattr(cfg, name) not in (1, 2, 4, 8, 16):
+            raise ValueError(f"{name}: expected 1, 2, 4, 8 or 16, got {getattr(cfg, name)}")
     if cfg.nd not in (1, 2, 4, 8, 16):
         raise ValueError(f"nd: expected 1, 2, 4, 8 or 16, got {cfg.nd}")
     for bs in (cfg.bs1, cfg.bs2):
@@ -949,7 +967,9 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     n_ch = -(-S // ch)
     NCB = max(1, min(cfg.ncb, _next_pow2(n_ch)))
     grid = programs if cfg.mode == "persistent" else 0
-    return Plan(NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, cfg.nd, NCB, cfg.hb, grid)
+    return Plan(
+        NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, cfg.nd, NCB, cfg.hb, cfg.csplit, cfg.csplit1, grid
+    )
 
 
 def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
@@ -1021,6 +1041,10 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         QS=cfg.qstages,
         CS=cfg.cstages,
         RK=cfg.reload_k,
+        CP=cfg.csplit,
+        NC26=min(cfg.nc, C_HID // cfg.csplit),
+        CP1=cfg.csplit1,
+        NC1=min(cfg.nc, C_HID // cfg.csplit1),
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

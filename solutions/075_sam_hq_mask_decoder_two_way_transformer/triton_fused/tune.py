@@ -54,8 +54,10 @@ kernel = load_module(Path(__file__).with_name("kernel.py"), "_tune075_kernel")
 Config = kernel.Config
 BASE = kernel.DEFAULT_CONFIG
 
-# session 4 (relative to BASE, which is S5 itself since then): the round-3 and round-4 winners
-S4 = dataclasses.replace(BASE, qstages=4, stages1=3, ncb=2, cstages=4, nd=8, reload_k=0, prefetch_dist=2)
+# session 4 (relative to BASE, which is S5 with csplit 4 and csplit1 4 since then): round-3 and round-4 winners
+S4 = dataclasses.replace(
+    BASE, qstages=4, stages1=3, ncb=2, cstages=4, nd=8, reload_k=0, prefetch_dist=2, csplit=1, csplit1=1
+)
 S5 = dataclasses.replace(S4, reload_k=2, prefetch_dist=0)
 VARIANTS: dict[str, Config] = {
     "base": BASE,
@@ -125,6 +127,15 @@ VARIANTS: dict[str, Config] = {
     "nc128": dataclasses.replace(BASE, nc=128),
     "hb64": dataclasses.replace(BASE, hb=64),
     "mc64_ncb1": dataclasses.replace(BASE, min_chunk=64, ncb=1),
+    # round 7: phases 1, 2, 6 split by output columns over more programs (ncu, #10: grid 8 for each of them)
+    "cp2": dataclasses.replace(BASE, csplit=2),
+    "cp4": dataclasses.replace(BASE, csplit=4),
+    "cp8": dataclasses.replace(BASE, csplit=8),
+    "c1p2": dataclasses.replace(BASE, csplit1=2),
+    "c1p4": dataclasses.replace(BASE, csplit1=4),
+    "cp4_c1p2": dataclasses.replace(BASE, csplit=4, csplit1=2),
+    "cp4_c1p4": dataclasses.replace(BASE, csplit=4, csplit1=4),
+    "cp8_c1p4": dataclasses.replace(BASE, csplit=8, csplit1=4),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
