@@ -136,6 +136,8 @@ VARIANTS: dict[str, Config] = {
     "cp4_c1p2": dataclasses.replace(BASE, csplit=4, csplit1=2),
     "cp4_c1p4": dataclasses.replace(BASE, csplit=4, csplit1=4),
     "cp8_c1p4": dataclasses.replace(BASE, csplit=8, csplit1=4),
+    "c1p8": dataclasses.replace(BASE, csplit1=8),
+    "c1p16": dataclasses.replace(BASE, csplit1=16),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
