@@ -54,10 +54,13 @@ kernel = load_module(Path(__file__).with_name("kernel.py"), "_tune075_kernel")
 Config = kernel.Config
 BASE = kernel.DEFAULT_CONFIG
 
-# session 4 (relative to BASE, which is S5 with csplit 4 and csplit1 4 since then): round-3 and round-4 winners
-S4 = dataclasses.replace(
-    BASE, qstages=4, stages1=3, ncb=2, cstages=4, nd=8, reload_k=0, prefetch_dist=2, csplit=1, csplit1=1
+# The shipped defaults of earlier sessions, so that the session-4 rounds below re-run what they measured:
+# S3 = commit 84a0320 (sessions 2-3), S4 = session 4 round 3's winner, S5 = round 4's (BASE = S5 with the
+# round-7 column splits).
+S3 = dataclasses.replace(
+    BASE, stages1=1, qstages=1, cstages=1, ncb=4, nd=4, reload_k=0, prefetch_dist=2, csplit=1, csplit1=1
 )
+S4 = dataclasses.replace(S3, qstages=4, stages1=3, ncb=2, cstages=4, nd=8)
 S5 = dataclasses.replace(S4, reload_k=2, prefetch_dist=0)
 VARIANTS: dict[str, Config] = {
     "base": BASE,
@@ -87,24 +90,24 @@ VARIANTS: dict[str, Config] = {
     # session 3: fewer trips through the unpipelined query-side K loops (sm_90a AOT: 480 B stack vs 328)
     "kc128": dataclasses.replace(BASE, kc=128),
     "kc128_mc64": dataclasses.replace(BASE, kc=128, min_chunk=64),
-    # session 4: cp.async software pipelines (tl.range num_stages) in the key passes and query-side K loops
-    "ks3": dataclasses.replace(BASE, stages1=3),  # phase 3 tiles, 3 stages (sm_90a: 180 KB, as base)
-    "ks4": dataclasses.replace(BASE, stages1=4),
-    "qs4": dataclasses.replace(BASE, qstages=4),  # all four kc pieces of a query-side K loop in flight
-    "qs2": dataclasses.replace(BASE, qstages=2),
-    "kc32_qs4": dataclasses.replace(BASE, kc=32, qstages=4),
-    "qs4_ks3": dataclasses.replace(BASE, qstages=4, stages1=3),
-    "qs4_ks3_cs2": dataclasses.replace(BASE, qstages=4, stages1=3, cstages=2),  # phase-4 combine steps too
-    "qs4_ks3_cs4": dataclasses.replace(BASE, qstages=4, stages1=3, cstages=4),
-    "qs4_ks3_ncb2_cs4": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=2, cstages=4),
-    "qs4_ks3_mc64": dataclasses.replace(BASE, qstages=4, stages1=3, min_chunk=64),
-    "qs8_kc32_ks3": dataclasses.replace(BASE, kc=32, qstages=8, stages1=3),
-    "qs4_ks3_ncb1_cs4": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=1, cstages=4),
-    "qs4_ks3_ncb1_cs8": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=1, cstages=8),
-    "qs4_ks3_ncb2_cs8": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=2, cstages=8),
-    "qs4_ks3_ncb2_cs4_nd8": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=2, cstages=4, nd=8),
-    "qs4_ks3_ncb2_cs4_mc64": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=2, cstages=4, min_chunk=64),
-    "qs4_ks3_ncb2_cs4_hb16": dataclasses.replace(BASE, qstages=4, stages1=3, ncb=2, cstages=4, hb=16),
+    # session 4, rounds 1-3 (on S3): cp.async pipelines (tl.range num_stages), key passes and query side
+    "ks3": dataclasses.replace(S3, stages1=3),  # phase 3 tiles, 3 stages (sm_90a: 180 KB, as base)
+    "ks4": dataclasses.replace(S3, stages1=4),
+    "qs4": dataclasses.replace(S3, qstages=4),  # all four kc pieces of a query-side K loop in flight
+    "qs2": dataclasses.replace(S3, qstages=2),
+    "kc32_qs4": dataclasses.replace(S3, kc=32, qstages=4),
+    "qs4_ks3": dataclasses.replace(S3, qstages=4, stages1=3),
+    "qs4_ks3_cs2": dataclasses.replace(S3, qstages=4, stages1=3, cstages=2),  # phase-4 combine steps too
+    "qs4_ks3_cs4": dataclasses.replace(S3, qstages=4, stages1=3, cstages=4),
+    "qs4_ks3_ncb2_cs4": dataclasses.replace(S3, qstages=4, stages1=3, ncb=2, cstages=4),
+    "qs4_ks3_mc64": dataclasses.replace(S3, qstages=4, stages1=3, min_chunk=64),
+    "qs8_kc32_ks3": dataclasses.replace(S3, kc=32, qstages=8, stages1=3),
+    "qs4_ks3_ncb1_cs4": dataclasses.replace(S3, qstages=4, stages1=3, ncb=1, cstages=4),
+    "qs4_ks3_ncb1_cs8": dataclasses.replace(S3, qstages=4, stages1=3, ncb=1, cstages=8),
+    "qs4_ks3_ncb2_cs8": dataclasses.replace(S3, qstages=4, stages1=3, ncb=2, cstages=8),
+    "qs4_ks3_ncb2_cs4_nd8": dataclasses.replace(S3, qstages=4, stages1=3, ncb=2, cstages=4, nd=8),
+    "qs4_ks3_ncb2_cs4_mc64": dataclasses.replace(S3, qstages=4, stages1=3, ncb=2, cstages=4, min_chunk=64),
+    "qs4_ks3_ncb2_cs4_hb16": dataclasses.replace(S3, qstages=4, stages1=3, ncb=2, cstages=4, hb=16),
     # the winner so far (H200, 172.8 us against base 195.8) and phase 7 without the live key tile
     "s4": S4,
     "s4_rk1": dataclasses.replace(S4, reload_k=1),  # sm_90a (3.9), phase 7 alone: stack 336 -> 104 B
@@ -122,20 +125,21 @@ VARIANTS: dict[str, Config] = {
     "s5_mc64": dataclasses.replace(S5, min_chunk=64),
     "s5_ks4": dataclasses.replace(S5, stages1=4),
     "s5_qs2": dataclasses.replace(S5, qstages=2),
-    # round 6: the defaults since session 4 (= s5) and knobs not swept with the pipelines yet
-    "kc128_qs2": dataclasses.replace(BASE, kc=128, qstages=2),
-    "nc128": dataclasses.replace(BASE, nc=128),
-    "hb64": dataclasses.replace(BASE, hb=64),
-    "mc64_ncb1": dataclasses.replace(BASE, min_chunk=64, ncb=1),
-    # round 7: phases 1, 2, 6 split by output columns over more programs (ncu, #10: grid 8 for each of them)
-    "cp2": dataclasses.replace(BASE, csplit=2),
-    "cp4": dataclasses.replace(BASE, csplit=4),
-    "cp8": dataclasses.replace(BASE, csplit=8),
-    "c1p2": dataclasses.replace(BASE, csplit1=2),
-    "c1p4": dataclasses.replace(BASE, csplit1=4),
-    "cp4_c1p2": dataclasses.replace(BASE, csplit=4, csplit1=2),
-    "cp4_c1p4": dataclasses.replace(BASE, csplit=4, csplit1=4),
-    "cp8_c1p4": dataclasses.replace(BASE, csplit=8, csplit1=4),
+    # round 6 (on S5): knobs not swept with the pipelines yet
+    "kc128_qs2": dataclasses.replace(S5, kc=128, qstages=2),
+    "nc128": dataclasses.replace(S5, nc=128),
+    "hb64": dataclasses.replace(S5, hb=64),
+    "mc64_ncb1": dataclasses.replace(S5, min_chunk=64, ncb=1),
+    # round 7 (on S5): phases 1, 2, 6 split by output columns (ncu, #10: grid 8 for each of them)
+    "cp2": dataclasses.replace(S5, csplit=2),
+    "cp4": dataclasses.replace(S5, csplit=4),
+    "cp8": dataclasses.replace(S5, csplit=8),
+    "c1p2": dataclasses.replace(S5, csplit1=2),
+    "c1p4": dataclasses.replace(S5, csplit1=4),
+    "cp4_c1p2": dataclasses.replace(S5, csplit=4, csplit1=2),
+    "cp4_c1p4": dataclasses.replace(S5, csplit=4, csplit1=4),
+    "cp8_c1p4": dataclasses.replace(S5, csplit=8, csplit1=4),
+    # round 8 (on BASE = cp4_c1p4)
     "c1p8": dataclasses.replace(BASE, csplit1=8),
     "c1p16": dataclasses.replace(BASE, csplit1=16),
 }
