@@ -178,6 +178,38 @@ def test_plans_for_official_workloads(task):
         assert max(plan.work.values()) <= 4 * 132
 
 
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("hb", 24),
+        ("nc", 48),
+        ("kc", 8),
+        ("q_terms", 2),
+        ("nd", 3),
+        ("bs1", 8),
+        ("csplit", 3),
+        ("csplit1", 32),
+    ],
+)
+def test_make_plan_rejects_bad_config(field, value):
+    """A bad Config value is refused with its field's name, before anything is launched."""
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, **{field: value})
+    with pytest.raises(ValueError, match=field):
+        kernel.make_plan(4, 5, 1024, cfg, 132)
+    with pytest.raises(ValueError, match="n_query_tokens"):
+        kernel.make_plan(4, 17, 1024, kernel.DEFAULT_CONFIG, 132)
+
+
+def test_column_splits_multiply_the_query_side_work_items():
+    """csplit / csplit1 give phases 2 and 6 / phase 1 that many times the work items; the others keep theirs."""
+    base = dataclasses.replace(kernel.DEFAULT_CONFIG, csplit=1, csplit1=1)
+    one = kernel.make_plan(4, 5, 1024, base, 132).work
+    for cp, cp1 in ((2, 1), (1, 4), (4, 4), (16, 8)):
+        split = kernel.make_plan(4, 5, 1024, dataclasses.replace(base, csplit=cp, csplit1=cp1), 132).work
+        assert split[1] == cp1 * one[1] and split[2] == cp * one[2] and split[6] == cp * one[6]
+        assert all(split[k] == one[k] for k in (3, 4, 5, 7))
+
+
 @pytest.mark.gpu
 def test_official_workloads_gpu(task):
     """All 16 official workloads on the GPU with the default (shipped) configuration."""
