@@ -99,7 +99,14 @@ CASES = {
         False,
         dict(mode="multi", grid=40, min_chunk=16, ncb=2, nd=2, hb=1024, kc=32, bs1=32, bs2=32, csplit1=2),
     ),  # fmt: skip
-    "multi-T16-halves": (2, 1, 16, 100, True, dict(mode="multi", grid=8, hb=512, nd=16, q_terms=1)),
+    "multi-T16-halves": (
+        2,
+        1,
+        16,
+        100,
+        True,
+        dict(mode="multi", grid=8, hb=512, nd=16, q_terms=1, csplit=1, csplit1=1),
+    ),  # whole-row column pieces in phases 1, 2, 6
     "persistent-T4-v3-warm": (1, 3, 4, 70, False, dict(grid=1, hb=256, v_terms=3, kc=128, nc=128, warm=True)),
     "persistent-T6-skip": (
         2,

@@ -206,8 +206,8 @@ def _ln_cols(y, mean, rstd, lnw, lnb, cols, live):
 
 @triton.jit
 def _head_rows(w, live, acc, R, C: tl.constexpr):
-    """Work item w = (row tile, head) of phases 2 and 6: head h, the tile's rows r (valid: r < R), the
-    columns c, the head's 16 channels d, the row block's offsets, its rows y from `acc`, their mean, 1/std."""
+    """Work item w = (row tile, head) of phases 2 and 6: head h, the tile's rows r (valid: r < R), the head's
+    16 channels d, the rows y from `acc`, their mean and 1/std."""
     h = w % 8
     rt = w // 8
     r = rt * _RT + tl.arange(0, _RT)
@@ -217,7 +217,17 @@ def _head_rows(w, live, acc, R, C: tl.constexpr):
     off = r[:, None] * C + c[None, :]
     y = tl.load(acc + off, mask=valid[:, None], other=0.0, cache_modifier=".cg")
     mean, rstd = _row_stats(y)
-    return h, r, valid, c, d, off, y, mean, rstd
+    return h, r, valid, d, y, mean, rstd
+
+
+@triton.jit
+def _row_piece(acc, y, offn, valid, NC: tl.constexpr, C: tl.constexpr):
+    """Columns offn of a row block whose whole rows y were loaded from acc: y itself when the piece is the
+    whole row (NC == C), else this piece of the rows again (L1)."""
+    if NC < C:
+        return tl.load(acc + offn, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+    else:
+        return y
 
 
 @triton.jit
@@ -308,15 +318,7 @@ def _ph2_ln1_t2i_fold(
     M8: tl.constexpr = 8 * TPK
     NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
     part = w % CP
-    h, r, valid, c, d, off, y, mean, rstd = _head_rows(w // CP, live, y1acc, R, C)
-    if NC == C:  # (NC < C: in the column loop below)
-        if h == 0:  # x1 + bout_t2i seeds y2acc (phase 4 adds the attention)
-            x1 = (y - mean[:, None]) * rstd[:, None] * tl.load(ln1w + c, mask=live, other=0.0)[None, :]
-            x1 += (
-                tl.load(ln1b + c, mask=live, other=0.0)[None, :]
-                + tl.load(bo_t2i + c, mask=live, other=0.0)[None, :]
-            )
-            tl.atomic_add(y2acc + off, x1, mask=valid[:, None], sem="relaxed", scope="gpu")
+    h, r, valid, d, y, mean, rstd = _head_rows(w // CP, live, y1acc, R, C)
     qh = _proj(
         y1acc, r * C, valid, mean, rstd, ln1w, ln1b, qp_ptr, wq, d, live, 16, True, True, C, KC, P3, RN, QS
     )
@@ -329,16 +331,15 @@ def _ph2_ln1_t2i_fold(
         w_k = tl.load(wk + d[:, None] * C + cn[None, :], mask=live, other=0.0)  # [16, NC]
         a = _tdot(qh, w_k, tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]  Wk_h^T q_ht
         tl.store(a1 + j[:, None] * C + cn[None, :], _tf32_rn(a, RN), mask=valid[:, None])
-        if NC < C:
-            if h == 0:  # x1 + bout_t2i seeds y2acc, this piece of the rows again (L1)
-                offn = r[:, None] * C + cn[None, :]
-                yn = tl.load(y1acc + offn, mask=valid[:, None], other=0.0, cache_modifier=".cg")
-                x1 = (yn - mean[:, None]) * rstd[:, None] * tl.load(ln1w + cn, mask=live, other=0.0)[None, :]
-                x1 += (
-                    tl.load(ln1b + cn, mask=live, other=0.0)[None, :]
-                    + tl.load(bo_t2i + cn, mask=live, other=0.0)[None, :]
-                )
-                tl.atomic_add(y2acc + offn, x1, mask=valid[:, None], sem="relaxed", scope="gpu")
+        if h == 0:  # x1 + bout_t2i seeds y2acc (phase 4 adds the attention)
+            offn = r[:, None] * C + cn[None, :]
+            yn = _row_piece(y1acc, y, offn, valid, NC, C)
+            x1 = (yn - mean[:, None]) * rstd[:, None] * tl.load(ln1w + cn, mask=live, other=0.0)[None, :]
+            x1 += (
+                tl.load(ln1b + cn, mask=live, other=0.0)[None, :]
+                + tl.load(bo_t2i + cn, mask=live, other=0.0)[None, :]
+            )
+            tl.atomic_add(y2acc + offn, x1, mask=valid[:, None], sem="relaxed", scope="gpu")
     if part == 0:
         tl.store(c1 + j, cb, mask=valid)
 
@@ -466,9 +467,7 @@ def _ph5_mlp(
         w_2 = tl.load(w2 + cn[:, None] * 2048 + hh[None, :], mask=live, other=0.0)  # [NC, HB] = W2[cn, block]
         u = _tdot(hid, tl.trans(w_2), tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]
         if hb == 0:  # the residual x2 + b2
-            yn = y
-            if NC < C:  # this piece of the rows again (L1)
-                yn = tl.load(y2acc + offn, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+            yn = _row_piece(y2acc, y, offn, valid, NC, C)
             u += (yn - mean[:, None]) * rstd[:, None] * tl.load(ln2w + cn, mask=live, other=0.0)[None, :]
             u += (
                 tl.load(ln2b + cn, mask=live, other=0.0)[None, :]
@@ -486,11 +485,7 @@ def _ph6_ln3_i2t_fold(
     M8: tl.constexpr = 8 * TPK
     NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
     part = w % CP
-    h, r, valid, c, d, off, y, mean, rstd = _head_rows(w // CP, live, y3acc, R, C)
-    if NC == C:  # (NC < C: in the column loop below)
-        if h == 0:
-            x3 = _ln_cols(y, mean, rstd, ln3w, ln3b, c, live)
-            tl.store(out_q + off, x3, mask=valid[:, None])
+    h, r, valid, d, y, mean, rstd = _head_rows(w // CP, live, y3acc, R, C)
     kh = tl.zeros([_RT, 16], tl.float32)
     vh = tl.zeros([_RT, 16], tl.float32)
     for kb in tl.range(0, C, KC, num_stages=QS):  # K_h from x3 + pe, V_h from x3, in one pass over the pieces
@@ -522,12 +517,10 @@ def _ph6_ln3_i2t_fold(
         big = _tf32_rn(vw, RN)
         tl.store(vwb + vt, big, mask=valid[:, None])
         tl.store(vws + vt, vw - big, mask=valid[:, None])
-        if NC < C:
-            if h == 0:  # output_queries, this piece of the rows again (L1)
-                offn = r[:, None] * C + cn[None, :]
-                yn = tl.load(y3acc + offn, mask=valid[:, None], other=0.0, cache_modifier=".cg")
-                x3 = _ln_cols(yn, mean, rstd, ln3w, ln3b, cn, live)
-                tl.store(out_q + offn, x3, mask=valid[:, None])
+        if h == 0:  # output_queries
+            offn = r[:, None] * C + cn[None, :]
+            x3 = _ln_cols(_row_piece(y3acc, y, offn, valid, NC, C), mean, rstd, ln3w, ln3b, cn, live)
+            tl.store(out_q + offn, x3, mask=valid[:, None])
 
 
 @triton.jit
@@ -681,10 +674,11 @@ def _two_way_kernel(
                 s0 = (ic % n_ch) * CH
                 _prefetch_tokens(k_ptr, kp_ptr, ic // n_ch, S, s0, s0, tl.minimum(s0 + CH, S), PF_TOK, C)
         if WARM:  # dry runs: the last six programs fetch the code of phases 2..7 into L2 during phase 1
+            # (the same specializations as the live calls below, so that it is their code)
             if pid == (G - 1) % G:
                 _ph2_ln1_t2i_fold(
                     0, False, y1acc, qp_ptr, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
-                    C, TPK, KC, P3, RN, NC,
+                    C, TPK, KC, P3, RN, NC26, QS, CP,
                 )  # fmt: skip
             if pid == (G - 2) % G:
                 _ph3_t2i_pass(
@@ -707,22 +701,26 @@ def _two_way_kernel(
                     NHALF,
                     PF_DIST,
                     RN,
+                    KS1,
                 )
             if pid == (G - 3) % G:
                 _ph4_t2i_combine(
-                    0, False, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, C, TPK, ND, NCB, P3, RN, NC
-                )
+                    0, False, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch,
+                    C, TPK, ND, NCB, P3, RN, NC, CS,
+                )  # fmt: skip
             if pid == (G - 4) % G:
-                _ph5_mlp(0, False, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3, RN, NC)
+                _ph5_mlp(
+                    0, False, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3, RN, NC, QS
+                )
             if pid == (G - 5) % G:
                 _ph6_ln3_i2t_fold(
                     0, False, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
-                    vwb, vws, R, T, C, TPK, KC, P3, RN, NC,
+                    vwb, vws, R, T, C, TPK, KC, P3, RN, NC26, QS, CP,
                 )  # fmt: skip
             if pid == (G - 6) % G:
                 _ph7_i2t_pass(
                     0, False, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                    C, TPK, BS2, PF_DIST, RN, V3,
+                    C, TPK, BS2, PF_DIST, RN, V3, RK,
                 )  # fmt: skip
 
     if PERSIST or PHASE == 1:
@@ -838,8 +836,8 @@ class Config:
     v_terms: int = 2  # i2t values: 2 (VW rounded to TF32, p split) or 3 (3xTF32: +64 KB shared memory)
     tf32_rn: bool = True  # round key-side tensor-core operands to nearest (False: the tensor core truncates)
     # cp.async software pipelines (tl.range num_stages; 1: plain loads). Shared memory grows by a tile per
-    # stage: check the 227 KB limit. Phase 7 is not pipelined: on the H200's Triton 3.6 it faulted (illegal
-    # address) with 16-token tiles and 2 or 3 stages (session 4).
+    # stage: check the 227 KB limit. Phase 7 is not pipelined: on the H200's Triton 3.6 a pipelined phase 7
+    # faulted (with the in-loop L2 prefetch) or gave wrong output_keys (without it; session 4, NOTES.md).
     stages1: int = 3  # phase-3 (t2i key pass) tile loop
     qstages: int = 4  # query-side K loops (phases 1, 2, 5, 6): cp.async pipeline depth over the kc pieces
     cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
