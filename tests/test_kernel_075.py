@@ -114,8 +114,8 @@ CASES = {
         6,
         45,
         True,
-        dict(grid=1, hb=256, bs1=32, bs2=64, nc=32, reload_k=1, csplit=2),
-    ),
+        dict(grid=1, hb=256, bs1=32, bs2=64, nc=32, reload_k=1, csplit=2, poll_ld=True),
+    ),  # barrier polls as loads
     # tune.py's compact-code variant (column and contraction loops of 64 / 16, fewer, longer chunks)
     "multi-T5-compact": (1, 1, 5, 80, False, dict(mode="multi", grid=40, hb=512, nc=64, kc=16, min_chunk=64)),
     # cp.async pipelines (num_stages; the interpreter runs the loops plainly), phase 7 re-reading its key tile,

@@ -68,8 +68,19 @@ def _arrive(ptr):
 
 
 @triton.jit
-def _wait(ptr, target, MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr):
-    v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+def _poll(ptr, POLL_LD: tl.constexpr):
+    """The counter at ptr: an acquire RMW by one thread, or (POLL_LD) a volatile load by one thread (one
+    element of a [256] tensor; the block max shares it), which the caller follows with one acquire."""
+    if POLL_LD:
+        o = tl.arange(0, 256)
+        return tl.max(tl.load(ptr + o * 0, mask=o == 0, other=0, volatile=True), axis=0)
+    else:
+        return tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+
+
+@triton.jit
+def _wait(ptr, target, MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, POLL_LD: tl.constexpr = False):
+    v = _poll(ptr, POLL_LD)
     i = 0
     while (v < target) & (i < MAXSPIN):  # bounded: a broken schedule gives wrong numbers, never a hang
         if SPIN_NS > 0:  # back off a little: fewer polls of the counter's L2 line
@@ -81,9 +92,20 @@ def _wait(ptr, target, MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr):
                 is_pure=False,
                 pack=1,
             )
-        v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+        v = _poll(ptr, POLL_LD)
         i += 1
+    if POLL_LD:
+        tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
     tl.debug_barrier()
+
+
+@triton.jit
+def _gtime():
+    """%globaltimer (ns, one clock for all SMs; GPU only: inline PTX), as a [1] tensor."""
+    z = tl.zeros([1], tl.int64)
+    return tl.inline_asm_elementwise(
+        "mov.u64 $0, %globaltimer;", "=l,l", [z], dtype=tl.int64, is_pure=False, pack=1
+    )
 
 
 @triton.jit
@@ -94,12 +116,17 @@ def _stamp(times, k, pid):
         ck = tl.inline_asm_elementwise(
             "mov.u64 $0, %clock64;", "=l,l", [z], dtype=tl.int64, is_pure=False, pack=1
         )
-        gt = tl.inline_asm_elementwise(
-            "mov.u64 $0, %globaltimer;", "=l,l", [z], dtype=tl.int64, is_pure=False, pack=1
-        )
         o = tl.arange(0, 1)
         tl.store(times + 2 * k + o, ck)
-        tl.store(times + 2 * k + 1 + o, gt)
+        tl.store(times + 2 * k + 1 + o, _gtime())
+
+
+@triton.jit
+def _item_trace(times, G, NMAX, ph: tl.constexpr, w, t0):
+    """INSTR: work item w of phase ph ran from t0 to now (globaltimer); the layout is `trace_layout`'s."""
+    o = 16 + 6 * G + ((ph - 1) * NMAX + w) * 2 + tl.arange(0, 1)
+    tl.store(times + o, t0)
+    tl.store(times + o + 1, _gtime())
 
 
 @triton.jit
@@ -112,12 +139,14 @@ def _phase_barrier(
     MAXSPIN: tl.constexpr,
     SPIN_NS: tl.constexpr,
     INSTR: tl.constexpr,
+    POLL_LD: tl.constexpr,
 ):
     """Persistent mode, after phase k + 1: wait until its n_items items arrived (counter k); with INSTR,
     program 0 then stamps the start of phase k + 2."""
-    _wait(sync + k, n_items, MAXSPIN, SPIN_NS)
+    _wait(sync + k, n_items, MAXSPIN, SPIN_NS, POLL_LD)
     if INSTR:
         _stamp(times, k + 1, pid)
+        tl.store(times + 16 + k * tl.num_programs(0) + pid + tl.arange(0, 1), _gtime())  # every program
 
 
 @triton.jit
@@ -629,7 +658,7 @@ def _two_way_kernel(
     PF_W: tl.constexpr, PF_TOK: tl.constexpr, PF_DIST: tl.constexpr, WARM: tl.constexpr,
     MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, INSTR: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr,
     NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
-    CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr,
+    CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, POLL_LD: tl.constexpr,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..7: that phase only,
     one work item per program."""
@@ -649,6 +678,7 @@ def _two_way_kernel(
     n3 = n_key * NHALF
     n4 = NRT * 8 * ND
     n5 = NRT * (2048 // HB)
+    NMAX = tl.maximum(tl.maximum(tl.maximum(n1, n2), tl.maximum(n3, n4)), tl.maximum(n5, n_key))  # INSTR
     if INSTR:
         _stamp(times, 0, pid)
 
@@ -725,65 +755,89 @@ def _two_way_kernel(
 
     if PERSIST or PHASE == 1:
         for w in range(pid, n1, G):
+            if INSTR:
+                t0 = _gtime()
             _ph1_self_attn(
                 w, True, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, y1acc, R, T, IPB,
                 pe_sa, C, KC, P3, RN, NC1, QS, CP1,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 0)
+            if INSTR:
+                _item_trace(times, G, NMAX, 1, w, t0)
     if PERSIST:
-        _phase_barrier(sync, 0, n1, times, pid, MAXSPIN, SPIN_NS, INSTR)
+        _phase_barrier(sync, 0, n1, times, pid, MAXSPIN, SPIN_NS, INSTR, POLL_LD)
 
     if PERSIST or PHASE == 2:
         for w in range(pid, n2, G):
+            if INSTR:
+                t0 = _gtime()
             _ph2_ln1_t2i_fold(
                 w, True, y1acc, qp_ptr, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
                 C, TPK, KC, P3, RN, NC26, QS, CP,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 1)
+            if INSTR:
+                _item_trace(times, G, NMAX, 2, w, t0)
     if PERSIST:
-        _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
+        _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR, POLL_LD)
 
     if PERSIST or PHASE == 3:
         for w in range(pid, n3, G):
+            if INSTR:
+                t0 = _gtime()
             _ph3_t2i_pass(
                 w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
                 C, TPK, BS1, NHALF, PF_DIST, RN, KS1,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 2)
+            if INSTR:
+                _item_trace(times, G, NMAX, 3, w, t0)
     if PERSIST:
-        _phase_barrier(sync, 2, n3, times, pid, MAXSPIN, SPIN_NS, INSTR)
+        _phase_barrier(sync, 2, n3, times, pid, MAXSPIN, SPIN_NS, INSTR, POLL_LD)
 
     if PERSIST or PHASE == 4:
         for w in range(pid, n4, G):
+            if INSTR:
+                t0 = _gtime()
             _ph4_t2i_combine(
                 w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, C, TPK, ND, NCB, P3, RN, NC, CS
             )
             if PERSIST:
                 _arrive(sync + 3)
+            if INSTR:
+                _item_trace(times, G, NMAX, 4, w, t0)
     if PERSIST:
-        _phase_barrier(sync, 3, n4, times, pid, MAXSPIN, SPIN_NS, INSTR)
+        _phase_barrier(sync, 3, n4, times, pid, MAXSPIN, SPIN_NS, INSTR, POLL_LD)
 
     if PERSIST or PHASE == 5:
         for w in range(pid, n5, G):
+            if INSTR:
+                t0 = _gtime()
             _ph5_mlp(w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3, RN, NC, QS)
             if PERSIST:
                 _arrive(sync + 4)
+            if INSTR:
+                _item_trace(times, G, NMAX, 5, w, t0)
     if PERSIST:
-        _phase_barrier(sync, 4, n5, times, pid, MAXSPIN, SPIN_NS, INSTR)
+        _phase_barrier(sync, 4, n5, times, pid, MAXSPIN, SPIN_NS, INSTR, POLL_LD)
 
     if PERSIST or PHASE == 6:
         for w in range(pid, n2, G):
+            if INSTR:
+                t0 = _gtime()
             _ph6_ln3_i2t_fold(
                 w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
                 vwb, vws, R, T, C, TPK, KC, P3, RN, NC26, QS, CP,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 5)
+            if INSTR:
+                _item_trace(times, G, NMAX, 6, w, t0)
     if PERSIST:
-        _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
+        _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR, POLL_LD)
 
     if PERSIST or PHASE == 7:
         # the accumulators are dead now (read in phases 2, 5, 6): zero them for the next call
@@ -791,10 +845,14 @@ def _two_way_kernel(
         n_mine = tl.cdiv(n_key - pid, G)
         for i in range(0, n_mine):
             w = pid + (n_mine - 1 - i) * G  # this program's chunks, last first (L2 reuse after phase 3)
+            if INSTR:
+                t0 = _gtime()
             _ph7_i2t_pass(
                 w, True, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
                 C, TPK, BS2, PF_DIST, RN, V3, RK,
             )  # fmt: skip
+            if INSTR:
+                _item_trace(times, G, NMAX, 7, w, t0)
 
     if PERSIST:  # the last program out resets the counters for the next call (stream order publishes it)
         tl.debug_barrier()
@@ -832,6 +890,7 @@ class Config:
     prefetch_tokens: int = 32  # tokens of each program's first key chunk prefetched at start (0: off)
     prefetch_dist: int = 0  # key passes: L2-prefetch the tile this many tiles ahead (0: off; 2 before)
     spin_ns: int = 0  # nanosleep between counter polls (0: busy polling)
+    poll_ld: bool = False  # barrier polls: volatile loads by one thread + one acquire (else acquire RMWs)
     maxspin: int = 1 << 22
     v_terms: int = 2  # i2t values: 2 (VW rounded to TF32, p split) or 3 (3xTF32: +64 KB shared memory)
     tf32_rn: bool = True  # round key-side tensor-core operands to nearest (False: the tensor core truncates)
@@ -932,6 +991,14 @@ class Plan:
         }
 
 
+def instr_size(plan: Plan) -> int:
+    """int64 slots of the `instr` buffer: [0, 16) program 0's (clock64, globaltimer) at each phase start and
+    at its exit; [16, 16 + 6 G) every program's globaltimer when it passed barrier k (k * G + pid); then
+    per phase ph = 1..7 and work item w the item's (start, end) globaltimer at 2 ((ph - 1) NMAX + w),
+    NMAX = the most work items of any phase."""
+    return 16 + 6 * plan.grid + 14 * max(plan.work.values())
+
+
 def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     if not 1 <= T <= 16:
         raise ValueError(f"n_query_tokens: expected 1..16, got {T}")
@@ -1013,7 +1080,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     )
     gpu = device.type == "cuda"
     instr = bool(cfg.instr and gpu and cfg.mode == "persistent")
-    times = torch.zeros(16, dtype=torch.int64, device=device) if instr else sync
+    times = torch.zeros(instr_size(plan), dtype=torch.int64, device=device) if instr else sync
     scalars = [NI, T, S, plan.R, plan.IPB, 0.0 if skip_pe else 1.0, plan.n_ch, plan.CH]
     meta = dict(
         TPK=plan.TPK,
@@ -1032,6 +1099,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         PF_DIST=cfg.prefetch_dist if gpu else 0,
         MAXSPIN=cfg.maxspin,
         SPIN_NS=cfg.spin_ns if gpu else 0,
+        POLL_LD=cfg.poll_ld,
         INSTR=instr,
         RN=cfg.tf32_rn,
         V3=cfg.v_terms == 3,

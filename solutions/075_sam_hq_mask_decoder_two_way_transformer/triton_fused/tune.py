@@ -142,6 +142,9 @@ VARIANTS: dict[str, Config] = {
     # round 8 (on BASE = cp4_c1p4)
     "c1p8": dataclasses.replace(BASE, csplit1=8),
     "c1p16": dataclasses.replace(BASE, csplit1=16),
+    # session 5 (on BASE = session 4's defaults): barrier polls as loads, the query side in one TF32 product
+    "pl": dataclasses.replace(BASE, poll_ld=True),
+    "q1_pl": dataclasses.replace(BASE, q_terms=1, poll_ld=True),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
@@ -289,21 +292,53 @@ def instr_phases(cfg: Config, inputs: list, axes: dict, task, reps: int = 10) ->
     flush = torch.empty(
         2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.int8, device="cuda"
     )
-    ck, gt = [], []
+    ck, gt, tl_ = [], [], []
     for _ in range(reps):
         flush.zero_()
         torch.cuda.synchronize()
-        kernel.launch(inputs, outs, cfg)
+        plan = kernel.launch(inputs, outs, cfg)
         torch.cuda.synchronize()
         t = kernel.last_times[0].cpu().tolist()
         ck.append([t[2 * k + 2] - t[2 * k] for k in range(7)])
         gt.append([t[2 * k + 3] - t[2 * k + 1] for k in range(7)])
+        tl_.append(timeline(t, plan))
     ghz = statistics.median(sum(c) / max(1, sum(g)) for c, g in zip(ck, gt, strict=True))
     return {
         "clock_ghz": ghz,
         "clock_us": [statistics.median(c[k] for c in ck) / ghz / 1e3 for k in range(7)],
         "globaltimer_us": [statistics.median(g[k] for g in gt) / 1e3 for k in range(7)],
+        "timeline_us": {
+            key: [round(statistics.median(x[key][k] for x in tl_), 2) for k in range(len(tl_[0][key]))]
+            for key in tl_[0]
+        },
     }
+
+
+def timeline(t: list, plan) -> dict:
+    """One instrumented call's globaltimer trace (kernel.instr_size's layout), us from program 0's start: per
+    phase its first item start, median and longest item, last item end; per barrier the first, median and
+    last program through it."""
+    G, work = plan.grid, plan.work
+    nmax = max(work.values())
+    t0 = t[1]
+    out: dict = {
+        k: [] for k in ("first_start", "item_med", "item_max", "last_end", "pass_min", "pass_med", "pass_max")
+    }
+    for ph in range(1, 8):
+        base = 16 + 6 * G + 2 * (ph - 1) * nmax
+        st = [t[base + 2 * w] for w in range(work[ph])]
+        en = [t[base + 2 * w + 1] for w in range(work[ph])]
+        du = [b - a for a, b in zip(st, en, strict=True)]
+        out["first_start"].append((min(st) - t0) / 1e3)
+        out["item_med"].append(statistics.median(du) / 1e3)
+        out["item_max"].append(max(du) / 1e3)
+        out["last_end"].append((max(en) - t0) / 1e3)
+    for k in range(6):
+        ps = sorted(t[16 + k * G + p] - t0 for p in range(G))
+        out["pass_min"].append(ps[0] / 1e3)
+        out["pass_med"].append(ps[G // 2] / 1e3)
+        out["pass_max"].append(ps[-1] / 1e3)
+    return out
 
 
 def main() -> None:
@@ -425,6 +460,8 @@ def main() -> None:
                     + ")",
                     flush=True,
                 )
+                for key, row in res["timeline_us"].items():
+                    print(f"  {key:<11} " + " ".join(f"{x:7.1f}" for x in row), flush=True)
         mod = load_module(Path(args.kernel), "_tune075_other") if args.kernel else kernel
         for w in _pick(task, args.profile) if args.profile else []:
             axes = resolve_axes(task.definition, w)
