@@ -145,6 +145,15 @@ VARIANTS: dict[str, Config] = {
     # session 5 (on BASE = session 4's defaults): barrier polls as loads, the query side in one TF32 product
     "pl": dataclasses.replace(BASE, poll_ld=True),
     "q1_pl": dataclasses.replace(BASE, q_terms=1, poll_ld=True),
+    # round 2 (on q1; phase 4's combine now elementwise per chunk): combine steps, 32-token t2i tiles that
+    # fit in shared memory (fewer pipeline stages), the in-loop L2 prefetch again
+    "q1_ncb4": dataclasses.replace(BASE, q_terms=1, ncb=4),
+    "q1_ncb8": dataclasses.replace(BASE, q_terms=1, ncb=8),
+    "q1_ncb8_cs2": dataclasses.replace(BASE, q_terms=1, ncb=8, cstages=2),
+    "q1_bs32k1": dataclasses.replace(BASE, q_terms=1, bs1=32, stages1=1),
+    "q1_bs32k2": dataclasses.replace(BASE, q_terms=1, bs1=32, stages1=2),
+    "q1_bs32k1_pf2": dataclasses.replace(BASE, q_terms=1, bs1=32, stages1=1, prefetch_dist=2),
+    "q1_pf2": dataclasses.replace(BASE, q_terms=1, prefetch_dist=2),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
