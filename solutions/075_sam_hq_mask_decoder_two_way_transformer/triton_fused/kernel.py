@@ -438,23 +438,25 @@ def _ph4_t2i_combine(
     m_run = tl.full([_RT], _NEG, tl.float32)
     l_run = tl.zeros([_RT], tl.float32)
     acc = tl.zeros([_RT, DS], tl.float32)
-    # NCB chunks per step (CS > 1: the next steps' loads in flight, cp.async). Each chunk is its own [16, DS]
-    # load and online-softmax update: elementwise only, no reduction across threads inside a step.
+    # NCB chunks per step: one round trip for NCB partials (CS > 1: the next steps' loads in flight)
     for cb0 in tl.range(0, tl.where(live, n_ch, 1), NCB, num_stages=CS):
-        for k in tl.static_range(NCB):
-            base = (item * n_ch + cb0 + k) * M8 + jrow  # [16]
-            ok = valid & (cb0 + k + tl.zeros([_RT], tl.int32) < n_ch)
-            mc = tl.where(ok, tl.load(pm + base, mask=ok, other=0.0, cache_modifier=".cg"), _NEG)
-            lc = tl.load(pl + base, mask=ok, other=0.0, cache_modifier=".cg")
-            ac = tl.load(
-                pacc + base[:, None] * C + dd[None, :], mask=ok[:, None], other=0.0, cache_modifier=".cg"
-            )
-            m_new = tl.maximum(m_run, mc)
-            fa = tl.exp2(m_run - m_new)
-            fb = tl.exp2(mc - m_new)
-            l_run = l_run * fa + lc * fb
-            acc = acc * fa[:, None] + ac * fb[:, None]
-            m_run = m_new
+        chs = cb0 + tl.arange(0, NCB)
+        base = (item[None, :] * n_ch + chs[:, None]) * M8 + jrow[None, :]  # [NCB, 16]
+        ok = (chs < n_ch)[:, None] & valid[None, :]
+        mc = tl.load(pm + base, mask=ok, other=_NEG, cache_modifier=".cg")
+        lc = tl.load(pl + base, mask=ok, other=0.0, cache_modifier=".cg")
+        ac = tl.load(
+            pacc + base[:, :, None] * C + dd[None, None, :],
+            mask=ok[:, :, None],
+            other=0.0,
+            cache_modifier=".cg",
+        )  # [NCB, 16, DS]
+        m_new = tl.maximum(m_run, tl.max(mc, 0))
+        fa = tl.exp2(m_run - m_new)
+        fb = tl.exp2(mc - m_new[None, :])  # [NCB, 16]
+        l_run = l_run * fa + tl.sum(lc * fb, 0)
+        acc = acc * fa[:, None] + tl.sum(ac * fb[:, :, None], 0)
+        m_run = m_new
     pooled = acc / tl.where(valid, l_run, 1.0)[:, None]  # softmax-weighted mean of raw keys, [16, DS]
     w_v = tl.load(wv + d[:, None] * C + dd[None, :], mask=live, other=0.0)  # [16, DS]
     v = _fma_dot(pooled, tl.trans(w_v))  # [16, 16] partial over the channel slice (fp32)
