@@ -61,10 +61,14 @@ def _poisoned_outputs(B: int, P: int, T: int, S: int, device: str = DEVICE):
     ]
 
 
-def _check(outs, refs, tolerance: ToleranceSpec, max_abs: float | None = None) -> None:
+def _check(
+    outs, refs, tolerance: ToleranceSpec, max_abs: float | None = None, all_matched: bool = True
+) -> None:
+    """Both outputs pass `tolerance` (and, with all_matched, every element is within it)."""
     for name, out, ref in zip(("output_queries", "output_keys"), outs, refs, strict=True):
         stats = compute_error_stats(out, ref, tolerance)
-        assert stats.passed and stats.matched_ratio == 1.0, f"{name}: {stats.report()}"
+        assert stats.passed, f"{name}: {stats.report()}"
+        assert stats.matched_ratio == 1.0 or not all_matched, f"{name}: {stats.report()}"
         if max_abs is not None:
             assert stats.max_absolute_error <= max_abs, f"{name}: {stats.report()}"
 
@@ -75,17 +79,43 @@ def _state_is_clean(module) -> bool:
     return bool(bufs) and all(float(b.abs().sum()) == 0 for b in bufs)
 
 
-def test_entry_point_default_config(task):
-    """`run` as the evaluator calls it (persistent kernel, default precision emulated), called twice."""
+@pytest.mark.parametrize("random_norms", [False, True])
+def test_entry_point_default_config(task, random_norms):
+    """`run` as the evaluator calls it (persistent kernel, default precision emulated), called twice.
+
+    The default query side is one TF32 product (q_terms 1): on the official kind of inputs (LayerNorm weight 1,
+    bias 0) every element is within the tolerance; with random LayerNorm parameters a few elements in a
+    thousand exceed it (measured 0.03-0.3 %, worst 1.6 atol), which the official rule (99 % matched) accepts.
+    """
     solution = load_solution(SOLUTION_DIR)
     B, P, T, S = 1, 2, 5, 37
-    args = _inputs(task, B, P, T, S, True, random_norms=True)
+    args = _inputs(task, B, P, T, S, True, random_norms=random_norms)
     refs = task.reference(*args)
     for _ in range(2):  # the second call relies on the first one having restored its state
         outs = _poisoned_outputs(B, P, T, S)
         solution.fn(*args, *outs)
-        _check(outs, refs, TOLERANCE)
+        _check(outs, refs, TOLERANCE, max_abs=2 * TOLERANCE.max_atol, all_matched=not random_norms)
         assert _state_is_clean(sys.modules[solution.fn.__module__])
+
+
+@pytest.mark.parametrize("q3_phases", [(), (1, 2, 4, 5), (1, 2, 4, 5, 6)])
+def test_query_side_terms_per_phase(task, q3_phases):
+    """q3_phases puts phases back on 3xTF32: phases 1, 2, 4, 5 (all that output_queries depends on) bring
+    output_queries within the tolerance with random LayerNorm parameters, phase 6 output_keys as well."""
+    B, P, T, S = 2, 1, 4, 40
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, grid=1, hb=512, q3_phases=q3_phases)
+    args = _inputs(task, B, P, T, S, False, random_norms=True)
+    outs = _poisoned_outputs(B, P, T, S)
+    kernel.launch(args, outs, cfg)
+    refs = task.reference(*args)
+    q, k = (compute_error_stats(o, r, TOLERANCE) for o, r in zip(outs, refs, strict=True))
+    assert q.passed and k.passed
+    if q3_phases:
+        assert q.matched_ratio == 1.0, q.report()
+    else:  # one TF32 product everywhere: measurably less exact on these inputs (the reason for the knob)
+        assert q.matched_ratio < 1.0 or k.matched_ratio < 1.0
+    if 6 in q3_phases:
+        assert k.matched_ratio == 1.0, k.report()
 
 
 CASES = {
@@ -105,8 +135,8 @@ CASES = {
         16,
         100,
         True,
-        dict(mode="multi", grid=8, hb=512, nd=16, q_terms=1, csplit=1, csplit1=1),
-    ),  # whole-row column pieces in phases 1, 2, 6
+        dict(mode="multi", grid=8, hb=512, nd=16, q_terms=3, csplit=1, csplit1=1),
+    ),  # whole-row column pieces in phases 1, 2, 6; the 3xTF32 query side
     "persistent-T4-v3-warm": (1, 3, 4, 70, False, dict(grid=1, hb=256, v_terms=3, kc=128, nc=128, warm=True)),
     "persistent-T6-skip": (
         2,
@@ -192,6 +222,7 @@ def test_plans_for_official_workloads(task):
         ("nc", 48),
         ("kc", 8),
         ("q_terms", 2),
+        ("q3_phases", (3,)),
         ("nd", 3),
         ("bs1", 8),
         ("csplit", 3),

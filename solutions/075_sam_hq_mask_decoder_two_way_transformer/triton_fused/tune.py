@@ -57,8 +57,9 @@ BASE = kernel.DEFAULT_CONFIG
 # The shipped defaults of earlier sessions, so that the session-4 rounds below re-run what they measured:
 # S3 = commit 84a0320 (sessions 2-3), S4 = session 4 round 3's winner, S5 = round 4's (BASE = S5 with the
 # round-7 column splits).
+S6 = dataclasses.replace(BASE, q_terms=3)  # session 4's shipped defaults (3xTF32 query side)
 S3 = dataclasses.replace(
-    BASE, stages1=1, qstages=1, cstages=1, ncb=4, nd=4, reload_k=0, prefetch_dist=2, csplit=1, csplit1=1
+    S6, stages1=1, qstages=1, cstages=1, ncb=4, nd=4, reload_k=0, prefetch_dist=2, csplit=1, csplit1=1
 )
 S4 = dataclasses.replace(S3, qstages=4, stages1=3, ncb=2, cstages=4, nd=8)
 S5 = dataclasses.replace(S4, reload_k=2, prefetch_dist=0)
@@ -71,7 +72,6 @@ VARIANTS: dict[str, Config] = {
     "pf4": dataclasses.replace(BASE, prefetch_dist=4, prefetch_tokens=64),
     "w2": dataclasses.replace(BASE, waves=2.0),  # twice the key chunks
     "q8": dataclasses.replace(BASE, nd=8, hb=16),  # more query-side work items
-    "q1": dataclasses.replace(BASE, q_terms=1),  # query side in one TF32 product (less code, less exact)
     "trunc": dataclasses.replace(BASE, tf32_rn=False),  # key side TF32 truncated by the tensor core
     "multi": dataclasses.replace(BASE, mode="multi"),  # seven launches (launch gaps count)
     "instr": dataclasses.replace(BASE, instr=True),  # what --instr runs (compiled in the warm-up)
@@ -139,14 +139,16 @@ VARIANTS: dict[str, Config] = {
     "cp4_c1p2": dataclasses.replace(S5, csplit=4, csplit1=2),
     "cp4_c1p4": dataclasses.replace(S5, csplit=4, csplit1=4),
     "cp8_c1p4": dataclasses.replace(S5, csplit=8, csplit1=4),
-    # round 8 (on BASE = cp4_c1p4)
-    "c1p8": dataclasses.replace(BASE, csplit1=8),
-    "c1p16": dataclasses.replace(BASE, csplit1=16),
-    # session 5 (on BASE = session 4's defaults): barrier polls as loads, the query side in one TF32 product
-    "pl": dataclasses.replace(BASE, poll_ld=True),
-    "q1_pl": dataclasses.replace(BASE, q_terms=1, poll_ld=True),
-    # round 2 (on q1; phase 4's combine now elementwise per chunk): combine steps, 32-token t2i tiles that
-    # fit in shared memory (fewer pipeline stages), the in-loop L2 prefetch again
+    # round 8 (on S6 = cp4_c1p4)
+    "c1p8": dataclasses.replace(S6, csplit1=8),
+    "c1p16": dataclasses.replace(S6, csplit1=16),
+    # session 5 (on S6 = session 4's defaults): barrier polls as loads, the query side in one TF32 product
+    "s6": S6,
+    "pl": dataclasses.replace(S6, poll_ld=True),
+    "q1": dataclasses.replace(S6, q_terms=1),  # = BASE since session 5
+    "q1_pl": dataclasses.replace(S6, q_terms=1, poll_ld=True),
+    # round 2 (on q1 = BASE; the ncb variants ran with an elementwise phase-4 combine, reverted since): combine
+    # steps, 32-token t2i tiles that fit in shared memory (fewer pipeline stages), the in-loop L2 prefetch again
     "q1_ncb4": dataclasses.replace(BASE, q_terms=1, ncb=4),
     "q1_ncb8": dataclasses.replace(BASE, q_terms=1, ncb=8),
     "q1_ncb8_cs2": dataclasses.replace(BASE, q_terms=1, ncb=8, cstages=2),
@@ -154,6 +156,9 @@ VARIANTS: dict[str, Config] = {
     "q1_bs32k2": dataclasses.replace(BASE, q_terms=1, bs1=32, stages1=2),
     "q1_bs32k1_pf2": dataclasses.replace(BASE, q_terms=1, bs1=32, stages1=1, prefetch_dist=2),
     "q1_pf2": dataclasses.replace(BASE, q_terms=1, prefetch_dist=2),
+    # round 3 (on BASE): what the exactness of the query side costs, per group of phases
+    "q3p6": dataclasses.replace(BASE, q3_phases=(6,)),  # output_keys' own query-side products
+    "q3p1245": dataclasses.replace(BASE, q3_phases=(1, 2, 4, 5)),  # all that output_queries depends on
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
