@@ -127,7 +127,19 @@ CASES = {
         4,
         130,
         False,
-        dict(mode="multi", grid=40, min_chunk=16, ncb=2, nd=2, hb=1024, kc=32, bs1=32, bs2=32, csplit1=2),
+        dict(
+            mode="multi",
+            grid=40,
+            min_chunk=16,
+            ncb=2,
+            nd=2,
+            hb=1024,
+            kc=32,
+            bs1=32,
+            bs2=32,
+            csplit1=2,
+            rotate=True,
+        ),
     ),  # fmt: skip
     "multi-T16-halves": (
         2,
@@ -144,7 +156,7 @@ CASES = {
         6,
         45,
         True,
-        dict(grid=1, hb=256, bs1=32, bs2=64, nc=32, reload_k=1, csplit=2, poll_ld=True),
+        dict(grid=1, hb=256, bs1=32, bs2=64, nc=32, reload_k=1, csplit=2, poll_ld=True, rotate=True),
     ),  # barrier polls as loads
     # tune.py's compact-code variant (column and contraction loops of 64 / 16, fewer, longer chunks)
     "multi-T5-compact": (1, 1, 5, 80, False, dict(mode="multi", grid=40, hb=512, nc=64, kc=16, min_chunk=64)),
@@ -168,6 +180,7 @@ CASES = {
             reload_k=2,
             csplit=4,
             csplit1=4,
+            stages7=2,
         ),
     ),  # fmt: skip
 }

@@ -190,6 +190,17 @@ def _zero_share(ptr, n_elem, part, n_parts, ZB: tl.constexpr):
 
 
 @triton.jit
+def _channels(w, C: tl.constexpr, ROT: tl.constexpr):
+    """The C channels in the order work item w of a key pass walks them: with ROT, rotated by w % 4 quarters,
+    so that the programs of one item do not all read the same lines of its shared operands at the same time
+    (every load, store and dot of the pass uses this order, so the result is the same up to summation order)."""
+    c = tl.arange(0, C)
+    if ROT:
+        c = (c + (w % 4) * (C // 4)) % C
+    return c
+
+
+@triton.jit
 def _tf32_rn(x, RN: tl.constexpr = True):
     """fp32 -> nearest TF32 value (ties away from zero), still fp32: the tensor core then drops zero bits.
     RN=False returns x unchanged (the tensor core truncates; in the interpreter, exact fp32 dots)."""
@@ -377,14 +388,14 @@ def _ph2_ln1_t2i_fold(
 def _ph3_t2i_pass(
     w, live, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, NHALF: tl.constexpr, PF_DIST: tl.constexpr,
-    RN: tl.constexpr, KS: tl.constexpr = 1,
+    RN: tl.constexpr, KS: tl.constexpr = 1, ROT: tl.constexpr = False,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
     half = w % NHALF
     ic = w // NHALF  # item * n_ch + chunk
     item = ic // n_ch
     ch = ic % n_ch
-    c = tl.arange(0, C)
+    c = _channels(ic, C, ROT)
     j = half * 64 + tl.arange(0, 64)  # 64 rows of [8 heads x TPK tokens]
     jv = ((j % TPK) < T) & live
     a = tl.load(a1 + (item * M8 + j)[:, None] * C + c[None, :], mask=jv[:, None], other=0.0)  # [64, C]
@@ -572,9 +583,9 @@ def _i2t_half(
 
 
 @triton.jit
-def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constexpr, V3: tl.constexpr):
-    """A2 rows j [64, C], c2, and VW^T columns j [C, 64] (TF32 part, and the rest if V3) of one item."""
-    c = tl.arange(0, C)
+def _i2t_operands(a2, c2, vwb, vws, item, j, jv, c, M8: tl.constexpr, V3: tl.constexpr):
+    """A2 rows j [64, C], c2, and VW^T columns j [C, 64] (TF32 part, and the rest if V3) of one item, channels c."""
+    C: tl.constexpr = c.shape[0]
     a = tl.load(a2 + (item * M8 + j)[:, None] * C + c[None, :], mask=jv[:, None], other=0.0)
     cb = tl.load(c2 + item * M8 + j, mask=jv, other=0.0)
     vt = (item * C + c)[:, None] * M8 + j[None, :]
@@ -589,25 +600,27 @@ def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constex
 def _ph7_i2t_pass(
     w, live, k_ptr, kp_ptr, a2, c2, vwb, vws, bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, PF_DIST: tl.constexpr, RN: tl.constexpr,
-    V3: tl.constexpr, RK: tl.constexpr = 0,
+    V3: tl.constexpr, RK: tl.constexpr = 0, KS: tl.constexpr = 1, ROT: tl.constexpr = False,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
     NH: tl.constexpr = M8 // 64  # 64-row halves of the [8 heads x TPK] rows (2 when T > 8)
     item = w // n_ch
     ch = w % n_ch
-    c = tl.arange(0, C)
+    c = _channels(w, C, ROT)
     j0 = tl.arange(0, 64)
     jv0 = ((j0 % TPK) < T) & live
     if NH == 1:  # the operands stay in shared memory for the whole chunk
-        a, cb, vb, vs = _i2t_operands(a2, c2, vwb, vws, item, j0, jv0, C, M8, V3)
+        a, cb, vb, vs = _i2t_operands(a2, c2, vwb, vws, item, j0, jv0, c, M8, V3)
     bo_c = tl.load(bo + c, mask=live, other=0.0)
     lw = tl.load(ln4w + c, mask=live, other=0.0)
     lb = tl.load(ln4b + c, mask=live, other=0.0)
     s0 = ch * CH
     s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)  # a dry run does one tile
     n_t = tl.cdiv(s1 - s0, BS)
-    for it in range(0, n_t):
-        st = s0 + (n_t - 1 - it) * BS  # last tiles first: those phase 3 read most recently (L2)
+    # KS == 1: plain loads, last tiles first (those phase 3 read most recently, L2); KS > 1: first tiles first,
+    # a cp.async software pipeline of KS stages (the loop the pipeliner knows: as phase 3's)
+    for it in tl.range(0, n_t, num_stages=KS):
+        st = s0 + (n_t - 1 - it) * BS if KS == 1 else s0 + it * BS
         if PF_DIST > 0:
             _prefetch_tokens(k_ptr, kp_ptr, item, S, st - PF_DIST * BS, s0, s1, BS, C)
         tok = st + tl.arange(0, BS)
@@ -629,7 +642,7 @@ def _ph7_i2t_pass(
             for hf in tl.static_range(NH):
                 jh = hf * 64 + j0
                 jvh = ((jh % TPK) < T) & live
-                ah, cbh, vbh, vsh = _i2t_operands(a2, c2, vwb, vws, item, jh, jvh, C, M8, V3)
+                ah, cbh, vbh, vsh = _i2t_operands(a2, c2, vwb, vws, item, jh, jvh, c, M8, V3)
                 o = _i2t_half(xt, ah, cbh, jvh, vbh, vsh, o, TPK, BS, RN, V3)
         if RK == 2:
             o += tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".ca") + bo_c[:, None]
@@ -657,7 +670,7 @@ def _two_way_kernel(
     ND: tl.constexpr, NCB: tl.constexpr, HB: tl.constexpr, KC: tl.constexpr, Q3: tl.constexpr,
     PF_W: tl.constexpr, PF_TOK: tl.constexpr, PF_DIST: tl.constexpr, WARM: tl.constexpr,
     MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, INSTR: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr,
-    NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
+    NC: tl.constexpr, KS1: tl.constexpr, KS7: tl.constexpr, ROT: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, POLL_LD: tl.constexpr,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..7: that phase only,
@@ -737,6 +750,7 @@ def _two_way_kernel(
                     PF_DIST,
                     RN,
                     KS1,
+                    ROT,
                 )
             if pid == (G - 3) % G:
                 _ph4_t2i_combine(
@@ -755,7 +769,7 @@ def _two_way_kernel(
             if pid == (G - 6) % G:
                 _ph7_i2t_pass(
                     0, False, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                    C, TPK, BS2, PF_DIST, RN, V3, RK,
+                    C, TPK, BS2, PF_DIST, RN, V3, RK, KS7, ROT,
                 )  # fmt: skip
 
     if PERSIST or PHASE == 1:
@@ -794,7 +808,7 @@ def _two_way_kernel(
                 t0 = _gtime()
             _ph3_t2i_pass(
                 w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
-                C, TPK, BS1, NHALF, PF_DIST, RN, KS1,
+                C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ROT,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 2)
@@ -856,7 +870,7 @@ def _two_way_kernel(
                 t0 = _gtime()
             _ph7_i2t_pass(
                 w, True, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                C, TPK, BS2, PF_DIST, RN, V3, RK,
+                C, TPK, BS2, PF_DIST, RN, V3, RK, KS7, ROT,
             )  # fmt: skip
             if INSTR:
                 _item_trace(times, G, NMAX, 7, w, t0)
@@ -906,9 +920,12 @@ class Config:
     v_terms: int = 2  # i2t values: 2 (VW rounded to TF32, p split) or 3 (3xTF32: +64 KB shared memory)
     tf32_rn: bool = True  # round key-side tensor-core operands to nearest (False: the tensor core truncates)
     # cp.async software pipelines (tl.range num_stages; 1: plain loads). Shared memory grows by a tile per
-    # stage: check the 227 KB limit. Phase 7 is not pipelined: on the H200's Triton 3.6 a pipelined phase 7
-    # faulted (with the in-loop L2 prefetch) or gave wrong output_keys (without it; session 4, NOTES.md).
+    # stage: check the 227 KB limit. Phase 7: on the H200's Triton 3.6 a pipelined phase 7 with the tiles in
+    # reverse order faulted (with the in-loop L2 prefetch) or gave wrong output_keys (without it; session 4,
+    # NOTES.md); stages7 > 1 walks the tiles forwards, as phase 3 does.
     stages1: int = 3  # phase-3 (t2i key pass) tile loop
+    stages7: int = 1  # phase-7 (i2t key pass) tile loop
+    rotate: bool = False  # key passes: each work item walks the channels from its own quarter (_channels)
     qstages: int = 4  # query-side K loops (phases 1, 2, 5, 6): cp.async pipeline depth over the kc pieces
     cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
     # phase 7: 0 keeps the key tile live for the residual; 1/2 re-read it (L2) before/after the dots
@@ -1117,6 +1134,8 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         RN=cfg.tf32_rn,
         V3=cfg.v_terms == 3,
         KS1=cfg.stages1,
+        KS7=cfg.stages7,
+        ROT=cfg.rotate,
         QS=cfg.qstages,
         CS=cfg.cstages,
         RK=cfg.reload_k,

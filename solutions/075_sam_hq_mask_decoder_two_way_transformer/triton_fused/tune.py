@@ -159,6 +159,20 @@ VARIANTS: dict[str, Config] = {
     # round 3 (on BASE): what the exactness of the query side costs, per group of phases
     "q3p6": dataclasses.replace(BASE, q3_phases=(6,)),  # output_keys' own query-side products
     "q3p1245": dataclasses.replace(BASE, q3_phases=(1, 2, 4, 5)),  # all that output_queries depends on
+    # round 4 (on BASE): phase 7 pipelined with its tiles in forward order (sm_90a, Triton 3.9: 368-376 B of
+    # stack, 180-213 KB of shared memory), more column splits now that the K loops are cheaper, 16-token
+    # chunks (more key-pass work items on the small workloads)
+    "p7s2": dataclasses.replace(BASE, stages7=2, bs2=16),
+    "p7s2rk0": dataclasses.replace(BASE, stages7=2, bs2=16, reload_k=0),
+    "p7s3rk0": dataclasses.replace(BASE, stages7=3, bs2=16, reload_k=0),
+    "q1_cp8": dataclasses.replace(BASE, csplit=8),
+    "q1_c1p8": dataclasses.replace(BASE, csplit1=8),
+    "mc16": dataclasses.replace(BASE, min_chunk=16, bs2=16),
+    # round 5 (on BASE): key passes walk the channels from a per-work-item quarter (the programs of one item
+    # then do not read the same lines of A1 / A2 / VW at once); 16-token i2t tiles alone (the failing
+    # variants of round 4 all had them)
+    "rot": dataclasses.replace(BASE, rotate=True),
+    "bs2_16": dataclasses.replace(BASE, bs2=16),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
