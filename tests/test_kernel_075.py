@@ -127,19 +127,7 @@ CASES = {
         4,
         130,
         False,
-        dict(
-            mode="multi",
-            grid=40,
-            min_chunk=16,
-            ncb=2,
-            nd=2,
-            hb=1024,
-            kc=32,
-            bs1=32,
-            bs2=32,
-            csplit1=2,
-            rotate=True,
-        ),
+        dict(mode="multi", grid=40, min_chunk=16, ncb=2, nd=2, hb=1024, kc=32, bs1=32, bs2=32, csplit1=2),
     ),  # fmt: skip
     "multi-T16-halves": (
         2,
@@ -156,8 +144,8 @@ CASES = {
         6,
         45,
         True,
-        dict(grid=1, hb=256, bs1=32, bs2=64, nc=32, reload_k=1, csplit=2, poll_ld=True, rotate=True),
-    ),  # barrier polls as loads
+        dict(grid=1, hb=256, bs1=32, bs2=64, nc=32, reload_k=1, csplit=2),
+    ),
     # tune.py's compact-code variant (column and contraction loops of 64 / 16, fewer, longer chunks)
     "multi-T5-compact": (1, 1, 5, 80, False, dict(mode="multi", grid=40, hb=512, nc=64, kc=16, min_chunk=64)),
     # cp.async pipelines (num_stages; the interpreter runs the loops plainly), phase 7 re-reading its key tile,
@@ -180,7 +168,6 @@ CASES = {
             reload_k=2,
             csplit=4,
             csplit1=4,
-            stages7=2,
         ),
     ),  # fmt: skip
 }
@@ -236,6 +223,7 @@ def test_plans_for_official_workloads(task):
         ("kc", 8),
         ("q_terms", 2),
         ("q3_phases", (3,)),
+        ("bs2", 16),
         ("nd", 3),
         ("bs1", 8),
         ("csplit", 3),

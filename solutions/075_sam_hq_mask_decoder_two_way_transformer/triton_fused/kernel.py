@@ -68,19 +68,8 @@ def _arrive(ptr):
 
 
 @triton.jit
-def _poll(ptr, POLL_LD: tl.constexpr):
-    """The counter at ptr: an acquire RMW by one thread, or (POLL_LD) a volatile load by one thread (one
-    element of a [256] tensor; the block max shares it), which the caller follows with one acquire."""
-    if POLL_LD:
-        o = tl.arange(0, 256)
-        return tl.max(tl.load(ptr + o * 0, mask=o == 0, other=0, volatile=True), axis=0)
-    else:
-        return tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
-
-
-@triton.jit
-def _wait(ptr, target, MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, POLL_LD: tl.constexpr = False):
-    v = _poll(ptr, POLL_LD)
+def _wait(ptr, target, MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr):
+    v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
     i = 0
     while (v < target) & (i < MAXSPIN):  # bounded: a broken schedule gives wrong numbers, never a hang
         if SPIN_NS > 0:  # back off a little: fewer polls of the counter's L2 line
@@ -92,10 +81,8 @@ def _wait(ptr, target, MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, POLL_LD: tl
                 is_pure=False,
                 pack=1,
             )
-        v = _poll(ptr, POLL_LD)
+        v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
         i += 1
-    if POLL_LD:
-        tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
     tl.debug_barrier()
 
 
@@ -139,11 +126,10 @@ def _phase_barrier(
     MAXSPIN: tl.constexpr,
     SPIN_NS: tl.constexpr,
     INSTR: tl.constexpr,
-    POLL_LD: tl.constexpr,
 ):
     """Persistent mode, after phase k + 1: wait until its n_items items arrived (counter k); with INSTR,
     program 0 then stamps the start of phase k + 2."""
-    _wait(sync + k, n_items, MAXSPIN, SPIN_NS, POLL_LD)
+    _wait(sync + k, n_items, MAXSPIN, SPIN_NS)
     if INSTR:
         _stamp(times, k + 1, pid)
         tl.store(times + 16 + k * tl.num_programs(0) + pid + tl.arange(0, 1), _gtime())  # every program
@@ -187,17 +173,6 @@ def _zero_share(ptr, n_elem, part, n_parts, ZB: tl.constexpr):
     for st in range(lo, hi, ZB):
         o = st + tl.arange(0, ZB)
         tl.store(ptr + o, tl.zeros([ZB], tl.float32), mask=o < hi)
-
-
-@triton.jit
-def _channels(w, C: tl.constexpr, ROT: tl.constexpr):
-    """The C channels in the order work item w of a key pass walks them: with ROT, rotated by w % 4 quarters,
-    so that the programs of one item do not all read the same lines of its shared operands at the same time
-    (every load, store and dot of the pass uses this order, so the result is the same up to summation order)."""
-    c = tl.arange(0, C)
-    if ROT:
-        c = (c + (w % 4) * (C // 4)) % C
-    return c
 
 
 @triton.jit
@@ -388,14 +363,14 @@ def _ph2_ln1_t2i_fold(
 def _ph3_t2i_pass(
     w, live, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, NHALF: tl.constexpr, PF_DIST: tl.constexpr,
-    RN: tl.constexpr, KS: tl.constexpr = 1, ROT: tl.constexpr = False,
+    RN: tl.constexpr, KS: tl.constexpr = 1,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
     half = w % NHALF
     ic = w // NHALF  # item * n_ch + chunk
     item = ic // n_ch
     ch = ic % n_ch
-    c = _channels(ic, C, ROT)
+    c = tl.arange(0, C)
     j = half * 64 + tl.arange(0, 64)  # 64 rows of [8 heads x TPK tokens]
     jv = ((j % TPK) < T) & live
     a = tl.load(a1 + (item * M8 + j)[:, None] * C + c[None, :], mask=jv[:, None], other=0.0)  # [64, C]
@@ -600,13 +575,13 @@ def _i2t_operands(a2, c2, vwb, vws, item, j, jv, c, M8: tl.constexpr, V3: tl.con
 def _ph7_i2t_pass(
     w, live, k_ptr, kp_ptr, a2, c2, vwb, vws, bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, PF_DIST: tl.constexpr, RN: tl.constexpr,
-    V3: tl.constexpr, RK: tl.constexpr = 0, KS: tl.constexpr = 1, ROT: tl.constexpr = False,
+    V3: tl.constexpr, RK: tl.constexpr = 0,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
     NH: tl.constexpr = M8 // 64  # 64-row halves of the [8 heads x TPK] rows (2 when T > 8)
     item = w // n_ch
     ch = w % n_ch
-    c = _channels(w, C, ROT)
+    c = tl.arange(0, C)
     j0 = tl.arange(0, 64)
     jv0 = ((j0 % TPK) < T) & live
     if NH == 1:  # the operands stay in shared memory for the whole chunk
@@ -617,10 +592,8 @@ def _ph7_i2t_pass(
     s0 = ch * CH
     s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)  # a dry run does one tile
     n_t = tl.cdiv(s1 - s0, BS)
-    # KS == 1: plain loads, last tiles first (those phase 3 read most recently, L2); KS > 1: first tiles first,
-    # a cp.async software pipeline of KS stages (the loop the pipeliner knows: as phase 3's)
-    for it in tl.range(0, n_t, num_stages=KS):
-        st = s0 + (n_t - 1 - it) * BS if KS == 1 else s0 + it * BS
+    for it in range(0, n_t):
+        st = s0 + (n_t - 1 - it) * BS  # last tiles first: those phase 3 read most recently (L2)
         if PF_DIST > 0:
             _prefetch_tokens(k_ptr, kp_ptr, item, S, st - PF_DIST * BS, s0, s1, BS, C)
         tok = st + tl.arange(0, BS)
@@ -670,8 +643,8 @@ def _two_way_kernel(
     ND: tl.constexpr, NCB: tl.constexpr, HB: tl.constexpr, KC: tl.constexpr, Q3: tl.constexpr,
     PF_W: tl.constexpr, PF_TOK: tl.constexpr, PF_DIST: tl.constexpr, WARM: tl.constexpr,
     MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, INSTR: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr,
-    NC: tl.constexpr, KS1: tl.constexpr, KS7: tl.constexpr, ROT: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
-    CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, POLL_LD: tl.constexpr,
+    NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
+    CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..7: that phase only,
     one work item per program."""
@@ -750,7 +723,6 @@ def _two_way_kernel(
                     PF_DIST,
                     RN,
                     KS1,
-                    ROT,
                 )
             if pid == (G - 3) % G:
                 _ph4_t2i_combine(
@@ -769,7 +741,7 @@ def _two_way_kernel(
             if pid == (G - 6) % G:
                 _ph7_i2t_pass(
                     0, False, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                    C, TPK, BS2, PF_DIST, RN, V3, RK, KS7, ROT,
+                    C, TPK, BS2, PF_DIST, RN, V3, RK,
                 )  # fmt: skip
 
     if PERSIST or PHASE == 1:
@@ -785,7 +757,7 @@ def _two_way_kernel(
             if INSTR:
                 _item_trace(times, G, NMAX, 1, w, t0)
     if PERSIST:
-        _phase_barrier(sync, 0, n1, times, pid, MAXSPIN, SPIN_NS, INSTR, POLL_LD)
+        _phase_barrier(sync, 0, n1, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 2:
         for w in range(pid, n2, G):
@@ -800,7 +772,7 @@ def _two_way_kernel(
             if INSTR:
                 _item_trace(times, G, NMAX, 2, w, t0)
     if PERSIST:
-        _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR, POLL_LD)
+        _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 3:
         for w in range(pid, n3, G):
@@ -808,14 +780,14 @@ def _two_way_kernel(
                 t0 = _gtime()
             _ph3_t2i_pass(
                 w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
-                C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ROT,
+                C, TPK, BS1, NHALF, PF_DIST, RN, KS1,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 2)
             if INSTR:
                 _item_trace(times, G, NMAX, 3, w, t0)
     if PERSIST:
-        _phase_barrier(sync, 2, n3, times, pid, MAXSPIN, SPIN_NS, INSTR, POLL_LD)
+        _phase_barrier(sync, 2, n3, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 4:
         for w in range(pid, n4, G):
@@ -829,7 +801,7 @@ def _two_way_kernel(
             if INSTR:
                 _item_trace(times, G, NMAX, 4, w, t0)
     if PERSIST:
-        _phase_barrier(sync, 3, n4, times, pid, MAXSPIN, SPIN_NS, INSTR, POLL_LD)
+        _phase_barrier(sync, 3, n4, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 5:
         for w in range(pid, n5, G):
@@ -843,7 +815,7 @@ def _two_way_kernel(
             if INSTR:
                 _item_trace(times, G, NMAX, 5, w, t0)
     if PERSIST:
-        _phase_barrier(sync, 4, n5, times, pid, MAXSPIN, SPIN_NS, INSTR, POLL_LD)
+        _phase_barrier(sync, 4, n5, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 6:
         for w in range(pid, n2, G):
@@ -858,7 +830,7 @@ def _two_way_kernel(
             if INSTR:
                 _item_trace(times, G, NMAX, 6, w, t0)
     if PERSIST:
-        _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR, POLL_LD)
+        _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 7:
         # the accumulators are dead now (read in phases 2, 5, 6): zero them for the next call
@@ -870,7 +842,7 @@ def _two_way_kernel(
                 t0 = _gtime()
             _ph7_i2t_pass(
                 w, True, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                C, TPK, BS2, PF_DIST, RN, V3, RK, KS7, ROT,
+                C, TPK, BS2, PF_DIST, RN, V3, RK,
             )  # fmt: skip
             if INSTR:
                 _item_trace(times, G, NMAX, 7, w, t0)
@@ -915,17 +887,14 @@ class Config:
     prefetch_tokens: int = 32  # tokens of each program's first key chunk prefetched at start (0: off)
     prefetch_dist: int = 0  # key passes: L2-prefetch the tile this many tiles ahead (0: off; 2 before)
     spin_ns: int = 0  # nanosleep between counter polls (0: busy polling)
-    poll_ld: bool = False  # barrier polls: volatile loads by one thread + one acquire (else acquire RMWs)
     maxspin: int = 1 << 22
     v_terms: int = 2  # i2t values: 2 (VW rounded to TF32, p split) or 3 (3xTF32: +64 KB shared memory)
     tf32_rn: bool = True  # round key-side tensor-core operands to nearest (False: the tensor core truncates)
     # cp.async software pipelines (tl.range num_stages; 1: plain loads). Shared memory grows by a tile per
-    # stage: check the 227 KB limit. Phase 7: on the H200's Triton 3.6 a pipelined phase 7 with the tiles in
-    # reverse order faulted (with the in-loop L2 prefetch) or gave wrong output_keys (without it; session 4,
-    # NOTES.md); stages7 > 1 walks the tiles forwards, as phase 3 does.
+    # stage: check the 227 KB limit. Phase 7 is not pipelined: every pipelined build tried on the H200's
+    # Triton 3.6 had 16-token i2t tiles, which fault or give wrong output_keys there even unpipelined (bs2);
+    # with 32-token tiles two stages need 229 KB of shared memory (sm_90a, Triton 3.9). NOTES.md, session 5.
     stages1: int = 3  # phase-3 (t2i key pass) tile loop
-    stages7: int = 1  # phase-7 (i2t key pass) tile loop
-    rotate: bool = False  # key passes: each work item walks the channels from its own quarter (_channels)
     qstages: int = 4  # query-side K loops (phases 1, 2, 5, 6): cp.async pipeline depth over the kc pieces
     cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
     # phase 7: 0 keeps the key tile live for the residual; 1/2 re-read it (L2) before/after the dots
@@ -1046,9 +1015,14 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             raise ValueError(f"{name}: expected 1, 2, 4, 8 or 16, got {getattr(cfg, name)}")
     if cfg.nd not in (1, 2, 4, 8, 16):
         raise ValueError(f"nd: expected 1, 2, 4, 8 or 16, got {cfg.nd}")
-    for bs in (cfg.bs1, cfg.bs2):
-        if bs not in (16, 32, 64, 128):
-            raise ValueError(f"bs1/bs2: expected 16, 32, 64 or 128, got {bs}")
+    if cfg.bs1 not in (16, 32, 64, 128):
+        raise ValueError(f"bs1: expected 16, 32, 64 or 128, got {cfg.bs1}")
+    if cfg.bs2 not in (
+        32,
+        64,
+        128,
+    ):  # 16: illegal address or wrong output_keys on the H200 (Triton 3.6, session 5)
+        raise ValueError(f"bs2: expected 32, 64 or 128 (16-token i2t tiles fail on the H200), got {cfg.bs2}")
     NHALF = TPK // 8
     IPB = max(1, RT // T)
     NG = -(-NI // IPB)
@@ -1129,13 +1103,10 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         PF_DIST=cfg.prefetch_dist if gpu else 0,
         MAXSPIN=cfg.maxspin,
         SPIN_NS=cfg.spin_ns if gpu else 0,
-        POLL_LD=cfg.poll_ld,
         INSTR=instr,
         RN=cfg.tf32_rn,
         V3=cfg.v_terms == 3,
         KS1=cfg.stages1,
-        KS7=cfg.stages7,
-        ROT=cfg.rotate,
         QS=cfg.qstages,
         CS=cfg.cstages,
         RK=cfg.reload_k,

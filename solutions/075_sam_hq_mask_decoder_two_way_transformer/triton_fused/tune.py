@@ -142,37 +142,25 @@ VARIANTS: dict[str, Config] = {
     # round 8 (on S6 = cp4_c1p4)
     "c1p8": dataclasses.replace(S6, csplit1=8),
     "c1p16": dataclasses.replace(S6, csplit1=16),
-    # session 5 (on S6 = session 4's defaults): barrier polls as loads, the query side in one TF32 product
+    # session 5 (on S6 = session 4's defaults). Tried and removed with their knobs (NOTES.md): barrier polls as
+    # volatile loads, a pipelined phase 7, rotated channel order in the key passes, 16-token i2t tiles.
     "s6": S6,
-    "pl": dataclasses.replace(S6, poll_ld=True),
-    "q1": dataclasses.replace(S6, q_terms=1),  # = BASE since session 5
-    "q1_pl": dataclasses.replace(S6, q_terms=1, poll_ld=True),
+    "q1": dataclasses.replace(S6, q_terms=1),  # the query side in one TF32 product (= BASE since session 5)
     # round 2 (on q1 = BASE; the ncb variants ran with an elementwise phase-4 combine, reverted since): combine
     # steps, 32-token t2i tiles that fit in shared memory (fewer pipeline stages), the in-loop L2 prefetch again
-    "q1_ncb4": dataclasses.replace(BASE, q_terms=1, ncb=4),
-    "q1_ncb8": dataclasses.replace(BASE, q_terms=1, ncb=8),
-    "q1_ncb8_cs2": dataclasses.replace(BASE, q_terms=1, ncb=8, cstages=2),
-    "q1_bs32k1": dataclasses.replace(BASE, q_terms=1, bs1=32, stages1=1),
-    "q1_bs32k2": dataclasses.replace(BASE, q_terms=1, bs1=32, stages1=2),
-    "q1_bs32k1_pf2": dataclasses.replace(BASE, q_terms=1, bs1=32, stages1=1, prefetch_dist=2),
-    "q1_pf2": dataclasses.replace(BASE, q_terms=1, prefetch_dist=2),
+    "q1_ncb4": dataclasses.replace(BASE, ncb=4),
+    "q1_ncb8": dataclasses.replace(BASE, ncb=8),
+    "q1_ncb8_cs2": dataclasses.replace(BASE, ncb=8, cstages=2),
+    "q1_bs32k1": dataclasses.replace(BASE, bs1=32, stages1=1),
+    "q1_bs32k2": dataclasses.replace(BASE, bs1=32, stages1=2),
+    "q1_bs32k1_pf2": dataclasses.replace(BASE, bs1=32, stages1=1, prefetch_dist=2),
+    "q1_pf2": dataclasses.replace(BASE, prefetch_dist=2),
     # round 3 (on BASE): what the exactness of the query side costs, per group of phases
     "q3p6": dataclasses.replace(BASE, q3_phases=(6,)),  # output_keys' own query-side products
     "q3p1245": dataclasses.replace(BASE, q3_phases=(1, 2, 4, 5)),  # all that output_queries depends on
-    # round 4 (on BASE): phase 7 pipelined with its tiles in forward order (sm_90a, Triton 3.9: 368-376 B of
-    # stack, 180-213 KB of shared memory), more column splits now that the K loops are cheaper, 16-token
-    # chunks (more key-pass work items on the small workloads)
-    "p7s2": dataclasses.replace(BASE, stages7=2, bs2=16),
-    "p7s2rk0": dataclasses.replace(BASE, stages7=2, bs2=16, reload_k=0),
-    "p7s3rk0": dataclasses.replace(BASE, stages7=3, bs2=16, reload_k=0),
+    # round 4 (on BASE): more column splits now that the K loops are cheaper
     "q1_cp8": dataclasses.replace(BASE, csplit=8),
     "q1_c1p8": dataclasses.replace(BASE, csplit1=8),
-    "mc16": dataclasses.replace(BASE, min_chunk=16, bs2=16),
-    # round 5 (on BASE): key passes walk the channels from a per-work-item quarter (the programs of one item
-    # then do not read the same lines of A1 / A2 / VW at once); 16-token i2t tiles alone (the failing
-    # variants of round 4 all had them)
-    "rot": dataclasses.replace(BASE, rotate=True),
-    "bs2_16": dataclasses.replace(BASE, bs2=16),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
