@@ -274,25 +274,20 @@ def _proj(
 
 
 @triton.jit
-def _ph1_self_attn(
-    w, live, q_ptr, qp_ptr, wq, bq, wk, bk, wv, bv, wo, bo, y1acc, R, T, IPB, pe_sa,
-    C: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, NC: tl.constexpr,
-    QS: tl.constexpr = 1, CP: tl.constexpr = 1,
+def _qkv_rows(
+    r, valid, live, h, k0, q_ptr, qp_ptr, wq, bq, wk, bk, wv, bv, pe_sa,
+    C: tl.constexpr, KR: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
+    QS: tl.constexpr, BIAS: tl.constexpr,
 ):  # fmt: skip
-    NCS: tl.constexpr = C // CP  # CP > 1: the out-projection columns split over CP work items (NC <= NCS)
-    part = w % CP
-    h = (w // CP) % 8
-    g = w // (8 * CP)
-    i = tl.arange(0, _RT)
-    r = g * (IPB * T) + i  # flat rows of the IPB whole items of group g
-    valid = (i < IPB * T) & (r < R) & live
+    """Head h's self-attention q, k ([16, 64]: q columns then k) and v ([16, 32]) of rows r, over the
+    contraction range [k0, k0 + KR) in KC-wide pieces; BIAS adds the biases."""
     d = h * 32 + tl.arange(0, 32)  # this head's rows of the q/k/v weights
     d2 = tl.arange(0, 64)
     dqk = h * 32 + d2 % 32
     wqk = tl.where(d2 < 32, wq, wk)  # the q and k rows of head h as one [64, C] operand
     acc_qk = tl.zeros([_RT, 64], tl.float32)
     acc_v = tl.zeros([_RT, 32], tl.float32)
-    for kb in tl.range(0, C, KC, num_stages=QS):
+    for kb in tl.range(k0, k0 + KR, KC, num_stages=QS):
         cols = kb + tl.arange(0, KC)
         xo = r[:, None] * C + cols[None, :]
         x = tl.load(q_ptr + xo, mask=valid[:, None], other=0.0)
@@ -301,9 +296,67 @@ def _ph1_self_attn(
         w_v = tl.load(wv + d[:, None] * C + cols[None, :], mask=live, other=0.0)  # [32, KC]
         acc_qk = _tdot(xp, tl.trans(w_qk), acc_qk, P3, RN)
         acc_v = _tdot(x, tl.trans(w_v), acc_v, P3, RN)
-    qk = acc_qk + tl.load(tl.where(d2 < 32, bq, bk) + dqk, mask=live, other=0.0)[None, :]
-    qh, kh = tl.split(tl.permute(tl.reshape(qk, (_RT, 2, 32)), (0, 2, 1)))  # [16, 32] each
-    vh = acc_v + tl.load(bv + d, mask=live, other=0.0)[None, :]
+    if BIAS:
+        acc_qk += tl.load(tl.where(d2 < 32, bq, bk) + dqk, mask=live, other=0.0)[None, :]
+        acc_v += tl.load(bv + d, mask=live, other=0.0)[None, :]
+    return acc_qk, acc_v
+
+
+@triton.jit
+def _ph1a_qkv_part(
+    w, live, q_ptr, qp_ptr, wq, bq, wk, bk, wv, bv, qkv, R, T, IPB, pe_sa,
+    C: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, QS: tl.constexpr, KP: tl.constexpr,
+):  # fmt: skip
+    """Phase 1a (Config.ksplit1 = KP > 1): work item (group, head, contraction part) adds head h's q, k, v over
+    its C / KP contraction columns into the [rows, 3 C] accumulator qkv (q | k | v, head-major); part 0 adds
+    the biases."""
+    KR: tl.constexpr = C // KP
+    KCA: tl.constexpr = KC if KC < KR else KR
+    kp = w % KP
+    h = (w // KP) % 8
+    g = w // (8 * KP)
+    i = tl.arange(0, _RT)
+    r = g * (IPB * T) + i
+    valid = (i < IPB * T) & (r < R) & live
+    qk, v = _qkv_rows(
+        r, valid, live, h, kp * KR, q_ptr, qp_ptr, wq, bq, wk, bk, wv, bv, pe_sa,
+        C, KR, KCA, P3, RN, QS, kp == 0,
+    )  # fmt: skip
+    d2 = tl.arange(0, 64)
+    col = tl.where(d2 < 32, h * 32 + d2, C + h * 32 + d2 - 32)  # q columns, then k columns
+    tl.atomic_add(
+        qkv + r[:, None] * (3 * C) + col[None, :], qk, mask=valid[:, None], sem="relaxed", scope="gpu"
+    )
+    dv = 2 * C + h * 32 + tl.arange(0, 32)
+    tl.atomic_add(
+        qkv + r[:, None] * (3 * C) + dv[None, :], v, mask=valid[:, None], sem="relaxed", scope="gpu"
+    )
+
+
+@triton.jit
+def _ph1_self_attn(
+    w, live, q_ptr, qp_ptr, wq, bq, wk, bk, wv, bv, wo, bo, y1acc, qkv, R, T, IPB, pe_sa,
+    C: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, NC: tl.constexpr,
+    QS: tl.constexpr = 1, CP: tl.constexpr = 1, KP: tl.constexpr = 1,
+):  # fmt: skip
+    NCS: tl.constexpr = C // CP  # CP > 1: the out-projection columns split over CP work items (NC <= NCS)
+    part = w % CP
+    h = (w // CP) % 8
+    g = w // (8 * CP)
+    i = tl.arange(0, _RT)
+    r = g * (IPB * T) + i  # flat rows of the IPB whole items of group g
+    valid = (i < IPB * T) & (r < R) & live
+    d = h * 32 + tl.arange(0, 32)
+    if KP > 1:  # q, k, v from phase 1a's accumulator
+        ro = r[:, None] * (3 * C) + d[None, :]
+        qh = tl.load(qkv + ro, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+        kh = tl.load(qkv + C + ro, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+        vh = tl.load(qkv + 2 * C + ro, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+    else:
+        qk, vh = _qkv_rows(
+            r, valid, live, h, 0, q_ptr, qp_ptr, wq, bq, wk, bk, wv, bv, pe_sa, C, C, KC, P3, RN, QS, True
+        )
+        qh, kh = tl.split(tl.permute(tl.reshape(qk, (_RT, 2, 32)), (0, 2, 1)))  # [16, 32] each
     s = _fma_dot(qh, tl.trans(kh)) * SA_SCALE  # [16, 16] log2-domain scores
     item = r // T
     same = (item[:, None] == item[None, :]) & valid[None, :]  # block-diagonal: tokens of the same item
@@ -644,7 +697,7 @@ def _two_way_kernel(
     PF_W: tl.constexpr, PF_TOK: tl.constexpr, PF_DIST: tl.constexpr, WARM: tl.constexpr,
     MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, INSTR: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr,
     NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
-    CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr,
+    CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..7: that phase only,
     one work item per program."""
@@ -663,13 +716,17 @@ def _two_way_kernel(
     y1acc = accs
     y2acc = accs + n_acc
     y3acc = accs + 2 * n_acc
+    qkv = accs + 3 * n_acc  # KP1 > 1: phase 1a's q | k | v accumulator, [NRT * 16, 3 C]
     n_key = NI * n_ch
     n1 = 8 * NG * CP1
+    n1a = 8 * NG * KP1
     n2 = 8 * NRT * CP
     n3 = n_key * NHALF
     n4 = NRT * 8 * ND
     n5 = NRT * (2048 // HB)
-    NMAX = tl.maximum(tl.maximum(tl.maximum(n1, n2), tl.maximum(n3, n4)), tl.maximum(n5, n_key))  # INSTR
+    NMAX = tl.maximum(
+        tl.maximum(tl.maximum(n1, n2), tl.maximum(n3, n4)), tl.maximum(tl.maximum(n5, n_key), n1a)
+    )
     if INSTR:
         _stamp(times, 0, pid)
 
@@ -744,13 +801,29 @@ def _two_way_kernel(
                     C, TPK, BS2, PF_DIST, RN, V3, RK,
                 )  # fmt: skip
 
+    if KP1 > 1:
+        if PERSIST or PHASE == 8:  # phase 1a: q, k, v split by contraction columns
+            for w in range(pid, n1a, G):
+                if INSTR:
+                    t0 = _gtime()
+                _ph1a_qkv_part(
+                    w, True, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, qkv, R, T, IPB, pe_sa,
+                    C, KC, P3_1, RN, QS, KP1,
+                )  # fmt: skip
+                if PERSIST:
+                    _arrive(sync + 6)
+                if INSTR:
+                    _item_trace(times, G, NMAX, 8, w, t0)
+        if PERSIST:
+            _phase_barrier(sync, 6, n1a, times, pid, MAXSPIN, SPIN_NS, False)
+
     if PERSIST or PHASE == 1:
         for w in range(pid, n1, G):
             if INSTR:
                 t0 = _gtime()
             _ph1_self_attn(
-                w, True, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, y1acc, R, T, IPB,
-                pe_sa, C, KC, P3_1, RN, NC1, QS, CP1,
+                w, True, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, y1acc, qkv, R, T,
+                IPB, pe_sa, C, KC, P3_1, RN, NC1, QS, CP1, KP1,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 0)
@@ -833,8 +906,8 @@ def _two_way_kernel(
         _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 7:
-        # the accumulators are dead now (read in phases 2, 5, 6): zero them for the next call
-        _zero_share(accs, 3 * n_acc, pid, G, 1024)
+        # the accumulators are dead now (read in phases 1, 2, 5, 6): zero them for the next call
+        _zero_share(accs, (6 if KP1 > 1 else 3) * n_acc, pid, G, 1024)
         n_mine = tl.cdiv(n_key - pid, G)
         for i in range(0, n_mine):
             w = pid + (n_mine - 1 - i) * G  # this program's chunks, last first (L2 reuse after phase 3)
@@ -903,6 +976,9 @@ class Config:
     # each redoes the K loop, and phase 1 the attention core)
     csplit: int = 4  # (1 until session 4)
     csplit1: int = 4
+    # phase 1's q/k/v contraction split over this many work items (phase 1a, "PHASE 8"), which add into an
+    # accumulator that phase 1 then reads (one more barrier); 1: phase 1 does the whole K loop itself
+    ksplit1: int = 1
     instr: bool = False  # program 0 records clock64/globaltimer at every phase start (GPU, persistent)
 
 
@@ -943,7 +1019,8 @@ def _sync_buffer(device: torch.device) -> torch.Tensor:
 
 
 def _acc_buffer(device: torch.device, n: int) -> torch.Tensor:
-    """The three query-side accumulators, zero between calls: phase 7 of every call zeroes what it used."""
+    """The query-side accumulators (three, six with phase 1a), zero between calls: phase 7 of every call
+    zeroes what it used."""
     key = _stream_key(device)
     buf = _ACCS.get(key)
     if buf is None or buf.numel() < n:
@@ -973,11 +1050,12 @@ class Plan:
     CP: int  # column parts of phases 2 and 6
     CP1: int  # column parts of phase 1
     grid: int  # persistent programs (0 in multi mode)
+    KP1: int = 1  # contraction parts of phase 1a (1: no phase 1a)
 
     @property
     def work(self) -> dict[int, int]:
-        """Work items per phase."""
-        return {
+        """Work items per phase (8: phase 1a, when phase 1's contraction is split)."""
+        work = {
             1: 8 * self.NG * self.CP1,
             2: 8 * self.NRT * self.CP,
             3: self.NI * self.n_ch * self.NHALF,
@@ -986,14 +1064,22 @@ class Plan:
             6: 8 * self.NRT * self.CP,
             7: self.NI * self.n_ch,
         }
+        if self.KP1 > 1:
+            work[8] = 8 * self.NG * self.KP1
+        return work
+
+    @property
+    def phases(self) -> list[int]:
+        """The phases in execution order (phase 1a, "8", first)."""
+        return ([8] if self.KP1 > 1 else []) + list(range(1, 8))
 
 
 def instr_size(plan: Plan) -> int:
     """int64 slots of the `instr` buffer: [0, 16) program 0's (clock64, globaltimer) at each phase start and
     at its exit; [16, 16 + 6 G) every program's globaltimer when it passed barrier k (k * G + pid); then
-    per phase ph = 1..7 and work item w the item's (start, end) globaltimer at 2 ((ph - 1) NMAX + w),
-    NMAX = the most work items of any phase."""
-    return 16 + 6 * plan.grid + 14 * max(plan.work.values())
+    per phase ph = 1..8 (8: phase 1a) and work item w the item's (start, end) globaltimer at
+    2 ((ph - 1) NMAX + w), NMAX = the most work items of any phase."""
+    return 16 + 6 * plan.grid + 16 * max(plan.work.values())
 
 
 def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
@@ -1010,6 +1096,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"q_terms: expected 1 or 3, got {cfg.q_terms}")
     if not set(cfg.q3_phases) <= {1, 2, 4, 5, 6}:
         raise ValueError(f"q3_phases: expected phases among 1, 2, 4, 5, 6, got {cfg.q3_phases}")
+    if cfg.ksplit1 not in (1, 2, 4, 8):
+        raise ValueError(f"ksplit1: expected 1, 2, 4 or 8, got {cfg.ksplit1}")
     for name in ("csplit", "csplit1"):
         if getattr(cfg, name) not in (1, 2, 4, 8, 16):
             raise ValueError(f"{name}: expected 1, 2, 4, 8 or 16, got {getattr(cfg, name)}")
@@ -1037,8 +1125,9 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     NCB = max(1, min(cfg.ncb, _next_pow2(n_ch)))
     grid = programs if cfg.mode == "persistent" else 0
     return Plan(
-        NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, cfg.nd, NCB, cfg.hb, cfg.csplit, cfg.csplit1, grid
-    )
+        NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, cfg.nd, NCB, cfg.hb, cfg.csplit, cfg.csplit1, grid,
+        cfg.ksplit1,
+    )  # fmt: skip
 
 
 def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
@@ -1078,7 +1167,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     for n, a in zip(sizes, aligned, strict=True):
         views.append(ws[at : at + n])
         at += a
-    accs = _acc_buffer(device, 3 * plan.NRT * RT * C)
+    accs = _acc_buffer(device, (6 if plan.KP1 > 1 else 3) * plan.NRT * RT * C)
     sync = (
         _sync_buffer(device) if cfg.mode == "persistent" else torch.empty(8, dtype=torch.int32, device=device)
     )
@@ -1114,6 +1203,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         NC26=min(cfg.nc, C_HID // cfg.csplit),
         CP1=cfg.csplit1,
         NC1=min(cfg.nc, C_HID // cfg.csplit1),
+        KP1=plan.KP1,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
@@ -1121,7 +1211,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     if cfg.mode == "persistent":
         launched = [_two_way_kernel[(plan.grid,)](*args, PHASE=0, **meta)]
     elif cfg.mode == "multi":
-        launched = [_two_way_kernel[(work[ph],)](*args, PHASE=ph, **meta) for ph in range(1, 8)]
+        launched = [_two_way_kernel[(work[ph],)](*args, PHASE=ph, **meta) for ph in plan.phases]
     else:
         raise ValueError(f"mode: expected 'persistent' or 'multi', got {cfg.mode!r}")
     last_kernels[:] = launched

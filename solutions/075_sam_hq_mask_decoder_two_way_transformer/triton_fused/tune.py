@@ -161,6 +161,12 @@ VARIANTS: dict[str, Config] = {
     # round 4 (on BASE): more column splits now that the K loops are cheaper
     "q1_cp8": dataclasses.replace(BASE, csplit=8),
     "q1_c1p8": dataclasses.replace(BASE, csplit1=8),
+    # round 6 (on BASE): phase 1's q/k/v contraction split over work items of a phase 1a (one more barrier)
+    "ks1_2": dataclasses.replace(BASE, ksplit1=2),
+    "ks1_4": dataclasses.replace(BASE, ksplit1=4),
+    "ks1_8": dataclasses.replace(BASE, ksplit1=8),
+    "ks1_4_c1p2": dataclasses.replace(BASE, ksplit1=4, csplit1=2),
+    "ks1_4_c1p8": dataclasses.replace(BASE, ksplit1=4, csplit1=8),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
@@ -340,7 +346,7 @@ def timeline(t: list, plan) -> dict:
     out: dict = {
         k: [] for k in ("first_start", "item_med", "item_max", "last_end", "pass_min", "pass_med", "pass_max")
     }
-    for ph in range(1, 8):
+    for ph in plan.phases:
         base = 16 + 6 * G + 2 * (ph - 1) * nmax
         st = [t[base + 2 * w] for w in range(work[ph])]
         en = [t[base + 2 * w + 1] for w in range(work[ph])]
