@@ -545,18 +545,15 @@ def _ph5_mlp(
 
 
 @triton.jit
-def _ph6_ln3_i2t_fold(
-    w, live, y3acc, qp_ptr, ln3w, ln3b, out_q, wq, bq, wk, bk, wv, bv, wo, a2, c2, vwb, vws, R, T,
-    C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
-    NC: tl.constexpr, QS: tl.constexpr = 1, CP: tl.constexpr = 1,
+def _kv_rows(
+    r, valid, live, d, mean, rstd, k0, y3acc, qp_ptr, ln3w, ln3b, wk, wv,
+    C: tl.constexpr, KR: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, QS: tl.constexpr,
 ):  # fmt: skip
-    M8: tl.constexpr = 8 * TPK
-    NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
-    part = w % CP
-    h, r, valid, d, y, mean, rstd = _head_rows(w // CP, live, y3acc, R, C)
+    """K_h (from LN3(x) + pe) and V_h (from LN3(x)) of rows r, channels d, over the contraction range
+    [k0, k0 + KR) in KC-wide pieces, without biases."""
     kh = tl.zeros([_RT, 16], tl.float32)
     vh = tl.zeros([_RT, 16], tl.float32)
-    for kb in tl.range(0, C, KC, num_stages=QS):  # K_h from x3 + pe, V_h from x3, in one pass over the pieces
+    for kb in tl.range(k0, k0 + KR, KC, num_stages=QS):  # K_h and V_h in one pass over the pieces
         cols = kb + tl.arange(0, KC)
         xo = r[:, None] * C + cols[None, :]
         x3p = tl.load(y3acc + xo, mask=valid[:, None], other=0.0, cache_modifier=".cg")
@@ -566,8 +563,53 @@ def _ph6_ln3_i2t_fold(
         w_v = tl.load(wv + d[:, None] * C + cols[None, :], mask=live, other=0.0)
         kh = _tdot(xk, tl.trans(w_k), kh, P3, RN)
         vh = _tdot(x3p, tl.trans(w_v), vh, P3, RN)
-    kh = tl.where(valid[:, None], (kh + tl.load(bk + d, mask=live, other=0.0)[None, :]) * X_SCALE, 0.0)
-    vh = vh + tl.load(bv + d, mask=live, other=0.0)[None, :]
+    return kh, vh
+
+
+@triton.jit
+def _ph6a_kv_part(
+    w, live, y3acc, qp_ptr, ln3w, ln3b, wk, bk, wv, bv, kv, R,
+    C: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, QS: tl.constexpr, KP: tl.constexpr,
+):  # fmt: skip
+    """Phase 6a (Config.ksplit6 = KP > 1): work item (row tile, head, contraction part) adds head h's K_h and
+    V_h over its C / KP contraction columns into the [rows, C] accumulator kv (K of the 8 heads | V of the 8
+    heads, 16 columns each); part 0 adds the biases."""
+    KR: tl.constexpr = C // KP
+    KCA: tl.constexpr = KC if KC < KR else KR
+    kp = w % KP
+    h, r, valid, d, y, mean, rstd = _head_rows(w // KP, live, y3acc, R, C)
+    kh, vh = _kv_rows(
+        r, valid, live, d, mean, rstd, kp * KR, y3acc, qp_ptr, ln3w, ln3b, wk, wv, C, KR, KCA, P3, RN, QS
+    )
+    if kp == 0:
+        kh += tl.load(bk + d, mask=live, other=0.0)[None, :]
+        vh += tl.load(bv + d, mask=live, other=0.0)[None, :]
+    o = r[:, None] * C + d[None, :]
+    tl.atomic_add(kv + o, kh, mask=valid[:, None], sem="relaxed", scope="gpu")
+    tl.atomic_add(kv + 128 + o, vh, mask=valid[:, None], sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def _ph6_ln3_i2t_fold(
+    w, live, y3acc, qp_ptr, ln3w, ln3b, out_q, wq, bq, wk, bk, wv, bv, wo, a2, c2, vwb, vws, kv, R, T,
+    C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
+    NC: tl.constexpr, QS: tl.constexpr = 1, CP: tl.constexpr = 1, KP: tl.constexpr = 1,
+):  # fmt: skip
+    M8: tl.constexpr = 8 * TPK
+    NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
+    part = w % CP
+    h, r, valid, d, y, mean, rstd = _head_rows(w // CP, live, y3acc, R, C)
+    if KP > 1:  # K_h, V_h (with biases) from phase 6a's accumulator
+        o = r[:, None] * C + d[None, :]
+        kh = tl.load(kv + o, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+        vh = tl.load(kv + 128 + o, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+    else:
+        kh, vh = _kv_rows(
+            r, valid, live, d, mean, rstd, 0, y3acc, qp_ptr, ln3w, ln3b, wk, wv, C, C, KC, P3, RN, QS
+        )
+        kh += tl.load(bk + d, mask=live, other=0.0)[None, :]
+        vh += tl.load(bv + d, mask=live, other=0.0)[None, :]
+    kh = tl.where(valid[:, None], kh * X_SCALE, 0.0)
     cb = tl.sum(kh * tl.load(bq + d, mask=live, other=0.0)[None, :], 1)  # bq_h . K_ht
     item = r // T
     jl = h * TPK + r % T
@@ -698,6 +740,7 @@ def _two_way_kernel(
     MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, INSTR: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr,
     NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
+    KP6: tl.constexpr,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..7: that phase only,
     one work item per program."""
@@ -717,15 +760,18 @@ def _two_way_kernel(
     y2acc = accs + n_acc
     y3acc = accs + 2 * n_acc
     qkv = accs + 3 * n_acc  # KP1 > 1: phase 1a's q | k | v accumulator, [NRT * 16, 3 C]
+    kv = accs + 6 * n_acc  # KP6 > 1: phase 6a's K | V accumulator, [NRT * 16, C]
     n_key = NI * n_ch
     n1 = 8 * NG * CP1
     n1a = 8 * NG * KP1
+    n6a = 8 * NRT * KP6
     n2 = 8 * NRT * CP
     n3 = n_key * NHALF
     n4 = NRT * 8 * ND
     n5 = NRT * (2048 // HB)
     NMAX = tl.maximum(
-        tl.maximum(tl.maximum(n1, n2), tl.maximum(n3, n4)), tl.maximum(tl.maximum(n5, n_key), n1a)
+        tl.maximum(tl.maximum(n1, n2), tl.maximum(n3, n4)),
+        tl.maximum(tl.maximum(n5, n_key), tl.maximum(n1a, n6a)),
     )
     if INSTR:
         _stamp(times, 0, pid)
@@ -793,7 +839,7 @@ def _two_way_kernel(
             if pid == (G - 5) % G:
                 _ph6_ln3_i2t_fold(
                     0, False, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
-                    vwb, vws, R, T, C, TPK, KC, P3_6, RN, NC26, QS, CP,
+                    vwb, vws, kv, R, T, C, TPK, KC, P3_6, RN, NC26, QS, CP, KP6,
                 )  # fmt: skip
             if pid == (G - 6) % G:
                 _ph7_i2t_pass(
@@ -890,13 +936,45 @@ def _two_way_kernel(
     if PERSIST:
         _phase_barrier(sync, 4, n5, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
+    if KP6 > 1:
+        if PERSIST or PHASE == 9:  # phase 6a: K, V split by contraction columns
+            for w in range(pid, n6a, G):
+                if INSTR:
+                    t0 = _gtime()
+                _ph6a_kv_part(
+                    w,
+                    True,
+                    y3acc,
+                    qp_ptr,
+                    ln3w,
+                    ln3b,
+                    i_wk,
+                    i_bk,
+                    i_wv,
+                    i_bv,
+                    kv,
+                    R,
+                    C,
+                    KC,
+                    P3_6,
+                    RN,
+                    QS,
+                    KP6,
+                )
+                if PERSIST:
+                    _arrive(sync + 8)
+                if INSTR:
+                    _item_trace(times, G, NMAX, 9, w, t0)
+        if PERSIST:
+            _phase_barrier(sync, 8, n6a, times, pid, MAXSPIN, SPIN_NS, False)
+
     if PERSIST or PHASE == 6:
         for w in range(pid, n2, G):
             if INSTR:
                 t0 = _gtime()
             _ph6_ln3_i2t_fold(
                 w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
-                vwb, vws, R, T, C, TPK, KC, P3_6, RN, NC26, QS, CP,
+                vwb, vws, kv, R, T, C, TPK, KC, P3_6, RN, NC26, QS, CP, KP6,
             )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 5)
@@ -907,7 +985,7 @@ def _two_way_kernel(
 
     if PERSIST or PHASE == 7:
         # the accumulators are dead now (read in phases 1, 2, 5, 6): zero them for the next call
-        _zero_share(accs, (6 if KP1 > 1 else 3) * n_acc, pid, G, 1024)
+        _zero_share(accs, (7 if KP6 > 1 else (6 if KP1 > 1 else 3)) * n_acc, pid, G, 1024)
         n_mine = tl.cdiv(n_key - pid, G)
         for i in range(0, n_mine):
             w = pid + (n_mine - 1 - i) * G  # this program's chunks, last first (L2 reuse after phase 3)
@@ -924,7 +1002,7 @@ def _two_way_kernel(
         tl.debug_barrier()
         done = tl.atomic_add(sync + 7, 1, sem="acq_rel", scope="gpu")
         if done == G - 1:
-            for k in tl.static_range(8):
+            for k in tl.static_range(9):
                 tl.atomic_xchg(sync + k, 0, sem="relaxed", scope="gpu")
         if INSTR:
             _stamp(times, 7, pid)
@@ -979,6 +1057,7 @@ class Config:
     # phase 1's q/k/v contraction split over this many work items (phase 1a, "PHASE 8"), which add into an
     # accumulator that phase 1 then reads (one more barrier); 1: phase 1 does the whole K loop itself
     ksplit1: int = 1
+    ksplit6: int = 1  # the same for phase 6's K_h / V_h contraction (phase 6a, "PHASE 9")
     instr: bool = False  # program 0 records clock64/globaltimer at every phase start (GPU, persistent)
 
 
@@ -1013,7 +1092,7 @@ def _sync_buffer(device: torch.device) -> torch.Tensor:
     key = _stream_key(device)
     buf = _SYNC.get(key)
     if buf is None:
-        buf = torch.zeros(8, dtype=torch.int32, device=device)
+        buf = torch.zeros(16, dtype=torch.int32, device=device)
         _SYNC[key] = buf
     return buf
 
@@ -1051,6 +1130,7 @@ class Plan:
     CP1: int  # column parts of phase 1
     grid: int  # persistent programs (0 in multi mode)
     KP1: int = 1  # contraction parts of phase 1a (1: no phase 1a)
+    KP6: int = 1  # contraction parts of phase 6a (1: no phase 6a)
 
     @property
     def work(self) -> dict[int, int]:
@@ -1066,20 +1146,24 @@ class Plan:
         }
         if self.KP1 > 1:
             work[8] = 8 * self.NG * self.KP1
+        if self.KP6 > 1:
+            work[9] = 8 * self.NRT * self.KP6
         return work
 
     @property
     def phases(self) -> list[int]:
-        """The phases in execution order (phase 1a, "8", first)."""
-        return ([8] if self.KP1 > 1 else []) + list(range(1, 8))
+        """The phases in execution order (phase 1a, "8", first; phase 6a, "9", before 6)."""
+        return [
+            *([8] if self.KP1 > 1 else []), 1, 2, 3, 4, 5, *([9] if self.KP6 > 1 else []), 6, 7
+        ]  # fmt: skip
 
 
 def instr_size(plan: Plan) -> int:
     """int64 slots of the `instr` buffer: [0, 16) program 0's (clock64, globaltimer) at each phase start and
     at its exit; [16, 16 + 6 G) every program's globaltimer when it passed barrier k (k * G + pid); then
-    per phase ph = 1..8 (8: phase 1a) and work item w the item's (start, end) globaltimer at
+    per phase ph = 1..9 (8, 9: phases 1a, 6a) and work item w the item's (start, end) globaltimer at
     2 ((ph - 1) NMAX + w), NMAX = the most work items of any phase."""
-    return 16 + 6 * plan.grid + 16 * max(plan.work.values())
+    return 16 + 6 * plan.grid + 18 * max(plan.work.values())
 
 
 def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
@@ -1096,8 +1180,9 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"q_terms: expected 1 or 3, got {cfg.q_terms}")
     if not set(cfg.q3_phases) <= {1, 2, 4, 5, 6}:
         raise ValueError(f"q3_phases: expected phases among 1, 2, 4, 5, 6, got {cfg.q3_phases}")
-    if cfg.ksplit1 not in (1, 2, 4, 8):
-        raise ValueError(f"ksplit1: expected 1, 2, 4 or 8, got {cfg.ksplit1}")
+    for name in ("ksplit1", "ksplit6"):
+        if getattr(cfg, name) not in (1, 2, 4, 8):
+            raise ValueError(f"{name}: expected 1, 2, 4 or 8, got {getattr(cfg, name)}")
     for name in ("csplit", "csplit1"):
         if getattr(cfg, name) not in (1, 2, 4, 8, 16):
             raise ValueError(f"{name}: expected 1, 2, 4, 8 or 16, got {getattr(cfg, name)}")
@@ -1126,7 +1211,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     grid = programs if cfg.mode == "persistent" else 0
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, cfg.nd, NCB, cfg.hb, cfg.csplit, cfg.csplit1, grid,
-        cfg.ksplit1,
+        cfg.ksplit1, cfg.ksplit6,
     )  # fmt: skip
 
 
@@ -1167,9 +1252,11 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     for n, a in zip(sizes, aligned, strict=True):
         views.append(ws[at : at + n])
         at += a
-    accs = _acc_buffer(device, (6 if plan.KP1 > 1 else 3) * plan.NRT * RT * C)
+    accs = _acc_buffer(device, (7 if plan.KP6 > 1 else (6 if plan.KP1 > 1 else 3)) * plan.NRT * RT * C)
     sync = (
-        _sync_buffer(device) if cfg.mode == "persistent" else torch.empty(8, dtype=torch.int32, device=device)
+        _sync_buffer(device)
+        if cfg.mode == "persistent"
+        else torch.empty(16, dtype=torch.int32, device=device)
     )
     gpu = device.type == "cuda"
     instr = bool(cfg.instr and gpu and cfg.mode == "persistent")
@@ -1204,6 +1291,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         CP1=cfg.csplit1,
         NC1=min(cfg.nc, C_HID // cfg.csplit1),
         KP1=plan.KP1,
+        KP6=plan.KP6,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

@@ -167,6 +167,10 @@ VARIANTS: dict[str, Config] = {
     "ks1_8": dataclasses.replace(BASE, ksplit1=8),
     "ks1_4_c1p2": dataclasses.replace(BASE, ksplit1=4, csplit1=2),
     "ks1_4_c1p8": dataclasses.replace(BASE, ksplit1=4, csplit1=8),
+    # round 7 (on BASE): the same split for phase 6 (phase 6a)
+    "ks1_4_ks6_4": dataclasses.replace(BASE, ksplit1=4, ksplit6=4),
+    "ks1_4_ks6_2": dataclasses.replace(BASE, ksplit1=4, ksplit6=2),
+    "ks1_4_ks6_4_cp2": dataclasses.replace(BASE, ksplit1=4, ksplit6=4, csplit=2),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
