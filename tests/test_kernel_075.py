@@ -147,6 +147,9 @@ CASES = {
         dict(grid=1, hb=256, bs1=32, bs2=64, nc=32, reload_k=1, csplit=2),
     ),
     # tune.py's compact-code variant (column and contraction loops of 64 / 16, fewer, longer chunks)
+    # phases 1a and 6a with other contraction splits (the default is 4 and 4), and without them
+    "multi-ksplits-2-8": (2, 2, 3, 50, True, dict(mode="multi", grid=40, hb=512, ksplit1=2, ksplit6=8)),
+    "persistent-no-ksplit": (1, 2, 5, 40, False, dict(grid=1, hb=512, ksplit1=1, ksplit6=1)),
     "multi-T5-compact": (1, 1, 5, 80, False, dict(mode="multi", grid=40, hb=512, nc=64, kc=16, min_chunk=64)),
     # cp.async pipelines (num_stages; the interpreter runs the loops plainly), phase 7 re-reading its key tile,
     # phases 1, 2 and 6 split by output columns
@@ -228,6 +231,8 @@ def test_plans_for_official_workloads(task):
         ("bs1", 8),
         ("csplit", 3),
         ("csplit1", 32),
+        ("ksplit1", 3),
+        ("ksplit6", 16),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):
@@ -246,7 +251,24 @@ def test_column_splits_multiply_the_query_side_work_items():
     for cp, cp1 in ((2, 1), (1, 4), (4, 4), (16, 8)):
         split = kernel.make_plan(4, 5, 1024, dataclasses.replace(base, csplit=cp, csplit1=cp1), 132).work
         assert split[1] == cp1 * one[1] and split[2] == cp * one[2] and split[6] == cp * one[6]
-        assert all(split[k] == one[k] for k in (3, 4, 5, 7))
+        assert all(split[k] == one[k] for k in (3, 4, 5, 7, 8, 9))
+
+
+def test_contraction_splits_add_phases_1a_and_6a():
+    """ksplit1 / ksplit6 add phase 1a ("8") before phase 1 and phase 6a ("9") before phase 6, with that many
+    work items per (group or row tile, head); 1 removes them."""
+    none = dataclasses.replace(kernel.DEFAULT_CONFIG, ksplit1=1, ksplit6=1)
+    plan = kernel.make_plan(4, 5, 1024, none, 132)
+    assert plan.phases == [1, 2, 3, 4, 5, 6, 7] and set(plan.work) == set(plan.phases)
+    for k1, k6 in ((2, 1), (1, 8), (4, 4)):
+        split = kernel.make_plan(4, 5, 1024, dataclasses.replace(none, ksplit1=k1, ksplit6=k6), 132)
+        order = [p for p in split.phases if p < 8]
+        assert order == [1, 2, 3, 4, 5, 6, 7] and set(split.work) == set(split.phases)
+        if k1 > 1:
+            assert split.phases[0] == 8 and split.work[8] == 8 * split.NG * k1
+        if k6 > 1:
+            assert split.phases.index(9) == split.phases.index(6) - 1 and split.work[9] == 8 * split.NRT * k6
+        assert all(split.work[k] == plan.work[k] for k in range(1, 8))
 
 
 @pytest.mark.gpu
