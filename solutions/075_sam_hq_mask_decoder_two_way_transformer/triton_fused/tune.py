@@ -17,7 +17,9 @@
    each phase kernel (optionally of another kernel.py, --kernel, with the same `launch` API).
 4. --instr: the persistent kernel with `instr=True` (of each --instr-variants variant, compiled in the
    warm-up as "<variant>@instr"): program 0's %clock64 / %globaltimer at every phase start (after each
-   counter wait), i.e. the time from one phase start to the next.
+   counter wait), i.e. the time from one phase start to the next; and (session 5) every work item's start
+   and end and every program's pass through every barrier (globaltimer), printed per phase in execution
+   order as first item start, median and longest item, last item end, first / median / last barrier pass.
 Writes FILE.json or DIR/tune_075.json (after every workload) and prints tables; the warm-up line of each
 variant gives (TPK, registers, spills, shared memory, SASS instructions) per compiled kernel.
 --smoke checks the script on the CPU.
