@@ -110,7 +110,7 @@ def _stamp(times, k, pid):
 
 @triton.jit
 def _item_trace(times, G, NMAX, ph: tl.constexpr, w, t0):
-    """INSTR: work item w of phase ph ran from t0 to now (globaltimer); the layout is `trace_layout`'s."""
+    """INSTR: work item w of phase ph ran from t0 to now (globaltimer); the layout is `instr_size`'s."""
     o = 16 + 6 * G + ((ph - 1) * NMAX + w) * 2 + tl.arange(0, 1)
     tl.store(times + o, t0)
     tl.store(times + o + 1, _gtime())
@@ -742,8 +742,8 @@ def _two_way_kernel(
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
     KP6: tl.constexpr,
 ):  # fmt: skip
-    """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..7: that phase only,
-    one work item per program."""
+    """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..9: that phase only,
+    one work item per program (8 and 9: phases 1a and 6a, with KP1 / KP6 > 1)."""
     C: tl.constexpr = 256
     PERSIST: tl.constexpr = PHASE == 0
     P3_1: tl.constexpr = (Q3 & 1) != 0  # phase k's query-side products in 3xTF32: bit k - 1 of Q3
