@@ -459,15 +459,19 @@ def _ph3_t2i_pass(
 
 @triton.jit
 def _ph4_t2i_combine(
-    w, live, pm, pl, pacc, wv, bv, wo, y2acc, R, T, n_ch,
+    w, live, pm, pl, pacc, wv, bv, wo, y2acc, R, T, n_ch, nsp,
     C: tl.constexpr, TPK: tl.constexpr, ND: tl.constexpr, NCB: tl.constexpr, P3: tl.constexpr,
     RN: tl.constexpr, NC: tl.constexpr, CS: tl.constexpr = 1,
 ):  # fmt: skip
+    """Work item (row tile, head, channel slice, chunk part): nsp > 1 splits an item's chunk partials over nsp
+    work items; each scales its part by the global max and sum over all chunks (read first: [32, 16] blocks of
+    the partial maxima and sums), so that the parts add up in y2acc like the channel slices do."""
     M8: tl.constexpr = 8 * TPK
     DS: tl.constexpr = C // ND
-    ds = w % ND
-    h = (w // ND) % 8
-    rt = w // (ND * 8)
+    sp = w % nsp
+    ds = (w // nsp) % ND
+    h = (w // (nsp * ND)) % 8
+    rt = w // (nsp * ND * 8)
     r = rt * _RT + tl.arange(0, _RT)
     valid = (r < R) & live
     item = r // T
@@ -477,11 +481,14 @@ def _ph4_t2i_combine(
     m_run = tl.full([_RT], _NEG, tl.float32)
     l_run = tl.zeros([_RT], tl.float32)
     acc = tl.zeros([_RT, DS], tl.float32)
+    per = tl.cdiv(n_ch, nsp)
+    c_lo = sp * per
+    c_hi = tl.where(live, tl.minimum(c_lo + per, n_ch), c_lo + 1)
     # NCB chunks per step: one round trip for NCB partials (CS > 1: the next steps' loads in flight)
-    for cb0 in tl.range(0, tl.where(live, n_ch, 1), NCB, num_stages=CS):
+    for cb0 in tl.range(c_lo, c_hi, NCB, num_stages=CS):
         chs = cb0 + tl.arange(0, NCB)
         base = (item[None, :] * n_ch + chs[:, None]) * M8 + jrow[None, :]  # [NCB, 16]
-        ok = (chs < n_ch)[:, None] & valid[None, :]
+        ok = (chs < c_hi)[:, None] & valid[None, :]
         mc = tl.load(pm + base, mask=ok, other=_NEG, cache_modifier=".cg")
         lc = tl.load(pl + base, mask=ok, other=0.0, cache_modifier=".cg")
         ac = tl.load(
@@ -496,10 +503,24 @@ def _ph4_t2i_combine(
         l_run = l_run * fa + tl.sum(lc * fb, 0)
         acc = acc * fa[:, None] + tl.sum(ac * fb[:, :, None], 0)
         m_run = m_new
-    pooled = acc / tl.where(valid, l_run, 1.0)[:, None]  # softmax-weighted mean of raw keys, [16, DS]
+    if nsp > 1:  # this part's share of the softmax over all chunks: the global max and sum
+        m_all = tl.full([_RT], _NEG, tl.float32)
+        l_all = tl.zeros([_RT], tl.float32)
+        for cb in range(0, n_ch, 32):
+            chs = cb + tl.arange(0, 32)
+            base = (item[None, :] * n_ch + chs[:, None]) * M8 + jrow[None, :]  # [32, 16]
+            ok = (chs < n_ch)[:, None] & valid[None, :]
+            mc = tl.load(pm + base, mask=ok, other=_NEG, cache_modifier=".cg")
+            lc = tl.load(pl + base, mask=ok, other=0.0, cache_modifier=".cg")
+            m_new = tl.maximum(m_all, tl.max(mc, 0))
+            l_all = l_all * tl.exp2(m_all - m_new) + tl.sum(lc * tl.exp2(mc - m_new[None, :]), 0)
+            m_all = m_new
+        pooled = acc * (tl.exp2(m_run - m_all) / tl.where(valid, l_all, 1.0))[:, None]
+    else:
+        pooled = acc / tl.where(valid, l_run, 1.0)[:, None]  # softmax-weighted mean of raw keys, [16, DS]
     w_v = tl.load(wv + d[:, None] * C + dd[None, :], mask=live, other=0.0)  # [16, DS]
     v = _fma_dot(pooled, tl.trans(w_v))  # [16, 16] partial over the channel slice (fp32)
-    if ds == 0:
+    if (ds == 0) & (sp == 0):
         v += tl.load(bv + d, mask=live, other=0.0)[None, :]
     for nb in range(0, C, NC):  # output columns in NC-wide pieces
         cn = nb + tl.arange(0, NC)
@@ -724,7 +745,7 @@ def _ph7_i2t_pass(
 # ----------------------------------------------------------------------------------------- kernel
 
 
-@triton.jit(do_not_specialize=["NI", "T", "S", "R", "IPB", "pe_sa", "n_ch", "CH"])
+@triton.jit(do_not_specialize=["NI", "T", "S", "R", "IPB", "pe_sa", "n_ch", "CH", "NSP4"])
 def _two_way_kernel(
     q_ptr, k_ptr, qp_ptr, kp_ptr,
     sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, ln1w, ln1b,
@@ -733,7 +754,7 @@ def _two_way_kernel(
     i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, i_bo, ln4w, ln4b,
     out_q, out_k,
     accs, a1, c1, pm, pl, pacc, a2, c2, vwb, vws, sync, times,
-    NI, T, S, R, IPB, pe_sa, n_ch, CH,
+    NI, T, S, R, IPB, pe_sa, n_ch, CH, NSP4,
     PHASE: tl.constexpr, TPK: tl.constexpr, NHALF: tl.constexpr, BS1: tl.constexpr, BS2: tl.constexpr,
     ND: tl.constexpr, NCB: tl.constexpr, HB: tl.constexpr, KC: tl.constexpr, Q3: tl.constexpr,
     PF_W: tl.constexpr, PF_TOK: tl.constexpr, PF_DIST: tl.constexpr, WARM: tl.constexpr,
@@ -767,7 +788,7 @@ def _two_way_kernel(
     n6a = 8 * NRT * KP6
     n2 = 8 * NRT * CP
     n3 = n_key * NHALF
-    n4 = NRT * 8 * ND
+    n4 = NRT * 8 * ND * NSP4
     n5 = NRT * (2048 // HB)
     NMAX = tl.maximum(
         tl.maximum(tl.maximum(n1, n2), tl.maximum(n3, n4)),
@@ -829,7 +850,7 @@ def _two_way_kernel(
                 )
             if pid == (G - 3) % G:
                 _ph4_t2i_combine(
-                    0, False, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch,
+                    0, False, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
                     C, TPK, ND, NCB, P3_4, RN, NC, CS,
                 )  # fmt: skip
             if pid == (G - 4) % G:
@@ -913,7 +934,27 @@ def _two_way_kernel(
             if INSTR:
                 t0 = _gtime()
             _ph4_t2i_combine(
-                w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, C, TPK, ND, NCB, P3_4, RN, NC, CS
+                w,
+                True,
+                pm,
+                pl,
+                pacc,
+                t_wv,
+                t_bv,
+                t_wo,
+                y2acc,
+                R,
+                T,
+                n_ch,
+                NSP4,
+                C,
+                TPK,
+                ND,
+                NCB,
+                P3_4,
+                RN,
+                NC,
+                CS,
             )
             if PERSIST:
                 _arrive(sync + 3)
@@ -1025,6 +1066,9 @@ class Config:
     waves: float = 1.0  # key chunks (t2i pass work items) per program
     nd: int = 8  # phase-4 channel slices (256 / nd channels each; 4 until session 4)
     ncb: int = 2  # chunk partials combined per step in phase 4 (16, then 4 until session 4)
+    # phase 4: more than this many chunk partials per item are split over ceil(n_ch / p4_chunks) work items
+    # (at most 16), each scaled by the global max and sum over all chunks; 0: never
+    p4_chunks: int = 0
     hb: int = 32  # MLP hidden block
     kc: int = 64  # contraction piece of the query-side projections (a real loop over 256 / kc pieces)
     nc: int = 256  # output-column piece of the query-side [16, 256] products (< 256: a real loop, less code)
@@ -1132,6 +1176,7 @@ class Plan:
     grid: int  # persistent programs (0 in multi mode)
     KP1: int = 1  # contraction parts of phase 1a (1: no phase 1a)
     KP6: int = 1  # contraction parts of phase 6a (1: no phase 6a)
+    NSP4: int = 1  # chunk parts per phase-4 work item group
 
     @property
     def work(self) -> dict[int, int]:
@@ -1140,7 +1185,7 @@ class Plan:
             1: 8 * self.NG * self.CP1,
             2: 8 * self.NRT * self.CP,
             3: self.NI * self.n_ch * self.NHALF,
-            4: self.NRT * 8 * self.ND,
+            4: self.NRT * 8 * self.ND * self.NSP4,
             5: self.NRT * (D_MLP // self.HB),
             6: 8 * self.NRT * self.CP,
             7: self.NI * self.n_ch,
@@ -1209,10 +1254,11 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     ch = -(-ch // bs) * bs
     n_ch = -(-S // ch)
     NCB = max(1, min(cfg.ncb, _next_pow2(n_ch)))
+    nsp4 = 1 if cfg.p4_chunks <= 0 or n_ch <= cfg.p4_chunks else min(-(-n_ch // cfg.p4_chunks), 16)
     grid = programs if cfg.mode == "persistent" else 0
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, cfg.nd, NCB, cfg.hb, cfg.csplit, cfg.csplit1, grid,
-        cfg.ksplit1, cfg.ksplit6,
+        cfg.ksplit1, cfg.ksplit6, nsp4,
     )  # fmt: skip
 
 
@@ -1262,7 +1308,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     gpu = device.type == "cuda"
     instr = bool(cfg.instr and gpu and cfg.mode == "persistent")
     times = torch.zeros(instr_size(plan), dtype=torch.int64, device=device) if instr else sync
-    scalars = [NI, T, S, plan.R, plan.IPB, 0.0 if skip_pe else 1.0, plan.n_ch, plan.CH]
+    scalars = [NI, T, S, plan.R, plan.IPB, 0.0 if skip_pe else 1.0, plan.n_ch, plan.CH, plan.NSP4]
     meta = dict(
         TPK=plan.TPK,
         NHALF=plan.NHALF,

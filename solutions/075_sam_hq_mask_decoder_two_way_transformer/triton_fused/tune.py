@@ -173,6 +173,12 @@ VARIANTS: dict[str, Config] = {
     "ks1_4_ks6_4": dataclasses.replace(BASE, ksplit1=4, ksplit6=4),
     "ks1_4_ks6_2": dataclasses.replace(BASE, ksplit1=4, ksplit6=2),
     "ks1_4_ks6_4_cp2": dataclasses.replace(BASE, ksplit1=4, ksplit6=4, csplit=2),
+    # round 8 (on BASE = ks1_4_ks6_4): phase 4's chunk partials split over more work items (global max/sum)
+    "p4c32": dataclasses.replace(BASE, p4_chunks=32),
+    "p4c32_nd4": dataclasses.replace(BASE, p4_chunks=32, nd=4),
+    "p4c32_nd2": dataclasses.replace(BASE, p4_chunks=32, nd=2),
+    "p4c16_nd2": dataclasses.replace(BASE, p4_chunks=16, nd=2),
+    "p4c64_nd4": dataclasses.replace(BASE, p4_chunks=64, nd=4),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
