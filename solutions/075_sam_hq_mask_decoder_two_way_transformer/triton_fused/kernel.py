@@ -461,17 +461,29 @@ def _ph3_t2i_pass(
 def _ph4_t2i_combine(
     w, live, pm, pl, pacc, wv, bv, wo, y2acc, R, T, n_ch, nsp,
     C: tl.constexpr, TPK: tl.constexpr, ND: tl.constexpr, NCB: tl.constexpr, P3: tl.constexpr,
-    RN: tl.constexpr, NC: tl.constexpr, CS: tl.constexpr = 1,
+    RN: tl.constexpr, NC: tl.constexpr, CS: tl.constexpr = 1, SPLIT: tl.constexpr = False,
 ):  # fmt: skip
-    """Work item (row tile, head, channel slice, chunk part): nsp > 1 splits an item's chunk partials over nsp
-    work items; each scales its part by the global max and sum over all chunks (read first: [32, 16] blocks of
-    the partial maxima and sums), so that the parts add up in y2acc like the channel slices do."""
+    """Work item (row tile, head, channel slice[, chunk part]). SPLIT: an item's chunk partials are split over
+    nsp work items; each scales its part by the global max and sum over all chunks (read first: [32, 16]
+    blocks of the partial maxima and sums), so that the parts add up in y2acc like the channel slices do."""
     M8: tl.constexpr = 8 * TPK
     DS: tl.constexpr = C // ND
-    sp = w % nsp
-    ds = (w // nsp) % ND
-    h = (w // (nsp * ND)) % 8
-    rt = w // (nsp * ND * 8)
+    if SPLIT:
+        sp = w % nsp
+        wc = w // nsp
+        per = tl.cdiv(n_ch, nsp)
+        c_lo = sp * per
+        c_hi = tl.where(live, tl.minimum(c_lo + per, n_ch), c_lo + 1)
+        c_end = c_hi
+    else:
+        sp = 0
+        wc = w
+        c_lo = 0
+        c_hi = tl.where(live, n_ch, 1)
+        c_end = n_ch
+    ds = wc % ND
+    h = (wc // ND) % 8
+    rt = wc // (ND * 8)
     r = rt * _RT + tl.arange(0, _RT)
     valid = (r < R) & live
     item = r // T
@@ -481,14 +493,11 @@ def _ph4_t2i_combine(
     m_run = tl.full([_RT], _NEG, tl.float32)
     l_run = tl.zeros([_RT], tl.float32)
     acc = tl.zeros([_RT, DS], tl.float32)
-    per = tl.cdiv(n_ch, nsp)
-    c_lo = sp * per
-    c_hi = tl.where(live, tl.minimum(c_lo + per, n_ch), c_lo + 1)
     # NCB chunks per step: one round trip for NCB partials (CS > 1: the next steps' loads in flight)
     for cb0 in tl.range(c_lo, c_hi, NCB, num_stages=CS):
         chs = cb0 + tl.arange(0, NCB)
         base = (item[None, :] * n_ch + chs[:, None]) * M8 + jrow[None, :]  # [NCB, 16]
-        ok = (chs < c_hi)[:, None] & valid[None, :]
+        ok = (chs < c_end)[:, None] & valid[None, :]
         mc = tl.load(pm + base, mask=ok, other=_NEG, cache_modifier=".cg")
         lc = tl.load(pl + base, mask=ok, other=0.0, cache_modifier=".cg")
         ac = tl.load(
@@ -503,7 +512,7 @@ def _ph4_t2i_combine(
         l_run = l_run * fa + tl.sum(lc * fb, 0)
         acc = acc * fa[:, None] + tl.sum(ac * fb[:, :, None], 0)
         m_run = m_new
-    if nsp > 1:  # this part's share of the softmax over all chunks: the global max and sum
+    if SPLIT:  # this part's share of the softmax over all chunks: the global max and sum
         m_all = tl.full([_RT], _NEG, tl.float32)
         l_all = tl.zeros([_RT], tl.float32)
         for cb in range(0, n_ch, 32):
@@ -520,7 +529,7 @@ def _ph4_t2i_combine(
         pooled = acc / tl.where(valid, l_run, 1.0)[:, None]  # softmax-weighted mean of raw keys, [16, DS]
     w_v = tl.load(wv + d[:, None] * C + dd[None, :], mask=live, other=0.0)  # [16, DS]
     v = _fma_dot(pooled, tl.trans(w_v))  # [16, 16] partial over the channel slice (fp32)
-    if (ds == 0) & (sp == 0):
+    if (ds == 0) & (sp == 0):  # (sp is the constant 0 without SPLIT)
         v += tl.load(bv + d, mask=live, other=0.0)[None, :]
     for nb in range(0, C, NC):  # output columns in NC-wide pieces
         cn = nb + tl.arange(0, NC)
@@ -761,7 +770,7 @@ def _two_way_kernel(
     MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, INSTR: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr,
     NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
-    KP6: tl.constexpr,
+    KP6: tl.constexpr, P4SPLIT: tl.constexpr,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..9: that phase only,
     one work item per program (8 and 9: phases 1a and 6a, with KP1 / KP6 > 1)."""
@@ -851,7 +860,7 @@ def _two_way_kernel(
             if pid == (G - 3) % G:
                 _ph4_t2i_combine(
                     0, False, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
-                    C, TPK, ND, NCB, P3_4, RN, NC, CS,
+                    C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT,
                 )  # fmt: skip
             if pid == (G - 4) % G:
                 _ph5_mlp(
@@ -934,28 +943,9 @@ def _two_way_kernel(
             if INSTR:
                 t0 = _gtime()
             _ph4_t2i_combine(
-                w,
-                True,
-                pm,
-                pl,
-                pacc,
-                t_wv,
-                t_bv,
-                t_wo,
-                y2acc,
-                R,
-                T,
-                n_ch,
-                NSP4,
-                C,
-                TPK,
-                ND,
-                NCB,
-                P3_4,
-                RN,
-                NC,
-                CS,
-            )
+                w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
+                C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT,
+            )  # fmt: skip
             if PERSIST:
                 _arrive(sync + 3)
             if INSTR:
@@ -1069,6 +1059,9 @@ class Config:
     # phase 4: more than this many chunk partials per item are split over ceil(n_ch / p4_chunks) work items
     # (at most 16), each scaled by the global max and sum over all chunks; 0: never
     p4_chunks: int = 0
+    nd_fit: bool = (
+        False  # phase 4: halve nd (then fewer chunk parts) while its work items exceed the programs
+    )
     hb: int = 32  # MLP hidden block
     kc: int = 64  # contraction piece of the query-side projections (a real loop over 256 / kc pieces)
     nc: int = 256  # output-column piece of the query-side [16, 256] products (< 256: a real loop, less code)
@@ -1255,9 +1248,15 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     n_ch = -(-S // ch)
     NCB = max(1, min(cfg.ncb, _next_pow2(n_ch)))
     nsp4 = 1 if cfg.p4_chunks <= 0 or n_ch <= cfg.p4_chunks else min(-(-n_ch // cfg.p4_chunks), 16)
+    nd = cfg.nd
+    if cfg.nd_fit:  # phase 4 in one wave: fewer channel slices, then fewer chunk parts
+        while nd > 1 and NRT * 8 * nd * nsp4 > programs:
+            nd //= 2
+        while nsp4 > 1 and NRT * 8 * nd * nsp4 > programs:
+            nsp4 -= 1
     grid = programs if cfg.mode == "persistent" else 0
     return Plan(
-        NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, cfg.nd, NCB, cfg.hb, cfg.csplit, cfg.csplit1, grid,
+        NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, cfg.hb, cfg.csplit, cfg.csplit1, grid,
         cfg.ksplit1, cfg.ksplit6, nsp4,
     )  # fmt: skip
 
@@ -1339,6 +1338,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         NC1=min(cfg.nc, C_HID // cfg.csplit1),
         KP1=plan.KP1,
         KP6=plan.KP6,
+        P4SPLIT=plan.NSP4 > 1,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

@@ -179,6 +179,11 @@ VARIANTS: dict[str, Config] = {
     "p4c32_nd2": dataclasses.replace(BASE, p4_chunks=32, nd=2),
     "p4c16_nd2": dataclasses.replace(BASE, p4_chunks=16, nd=2),
     "p4c64_nd4": dataclasses.replace(BASE, p4_chunks=64, nd=4),
+    # round 9 (on BASE): the chunk split compiled only where used (constexpr), nd fitted to one wave per workload
+    "fit": dataclasses.replace(BASE, nd_fit=True),
+    "p4c32_fit": dataclasses.replace(BASE, p4_chunks=32, nd_fit=True),
+    "p4c64_fit": dataclasses.replace(BASE, p4_chunks=64, nd_fit=True),
+    "p4c16_fit": dataclasses.replace(BASE, p4_chunks=16, nd_fit=True),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
