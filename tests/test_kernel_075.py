@@ -150,6 +150,16 @@ CASES = {
     # phases 1a and 6a with other contraction splits (the default is 4 and 4), and without them
     "multi-ksplits-2-8": (2, 2, 3, 50, True, dict(mode="multi", grid=40, hb=512, ksplit1=2, ksplit6=8)),
     "persistent-no-ksplit": (1, 2, 5, 40, False, dict(grid=1, hb=512, ksplit1=1, ksplit6=1)),
+    # phase 4's chunk partials split over more work items (global max and sum), in both modes
+    "multi-p4-split": (1, 1, 5, 300, False, dict(mode="multi", grid=40, hb=512, p4_chunks=3, nd_fit=True)),
+    "persistent-p4-split": (
+        2,
+        1,
+        4,
+        200,
+        True,
+        dict(grid=1, waves=40.0, hb=512, p4_chunks=2, nd=2, nd_fit=False),
+    ),  # fmt: skip
     "multi-T5-compact": (1, 1, 5, 80, False, dict(mode="multi", grid=40, hb=512, nc=64, kc=16, min_chunk=64)),
     # cp.async pipelines (num_stages; the interpreter runs the loops plainly), phase 7 re-reading its key tile,
     # phases 1, 2 and 6 split by output columns
@@ -190,6 +200,8 @@ def test_decompositions_exact(task, case):
         assert plan.n_ch == 2 and plan.CH == 64
     if case == "multi-T16-halves":
         assert plan.NHALF == 2 and plan.IPB == 1
+    if case.endswith("p4-split"):
+        assert plan.NSP4 > 1 and plan.work[4] == plan.NRT * 8 * plan.ND * plan.NSP4
     _check(outs, task.reference(*args), TOLERANCE, max_abs=2e-5)
     assert _state_is_clean(kernel)
 
@@ -233,6 +245,7 @@ def test_plans_for_official_workloads(task):
         ("csplit1", 32),
         ("ksplit1", 3),
         ("ksplit6", 16),
+        ("p4_chunks", -1),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):
@@ -252,6 +265,23 @@ def test_column_splits_multiply_the_query_side_work_items():
         split = kernel.make_plan(4, 5, 1024, dataclasses.replace(base, csplit=cp, csplit1=cp1), 132).work
         assert split[1] == cp1 * one[1] and split[2] == cp * one[2] and split[6] == cp * one[6]
         assert all(split[k] == one[k] for k in (3, 4, 5, 7, 8, 9))
+
+
+def test_phase4_fits_one_wave():
+    """nd_fit: phase 4's work items (row tiles x 8 heads x channel slices x chunk parts) fit the programs
+    where they can, channel slices going first; p4_chunks sets the chunk parts of the many-chunk workloads."""
+    cfg = kernel.DEFAULT_CONFIG
+    assert cfg.nd_fit and cfg.p4_chunks > 0
+    for NI, T, S in ((1, 4, 4096), (8, 5, 1024), (16, 4, 4096), (2, 5, 1024), (64, 16, 4096)):
+        plan = kernel.make_plan(NI, T, S, cfg, 132)
+        assert plan.work[4] <= 132 or (plan.ND == 1 and plan.NSP4 == 1)
+        assert plan.NSP4 == 1 or plan.n_ch > cfg.p4_chunks
+        if plan.ND < cfg.nd:  # halved only because the next size up would not fit
+            assert plan.NRT * 8 * (2 * plan.ND) * plan.NSP4 > 132
+    one = kernel.make_plan(1, 4, 4096, cfg, 132)
+    assert one.n_ch == 128 and one.NSP4 == 4 and one.ND == 4
+    off = kernel.make_plan(1, 4, 4096, dataclasses.replace(cfg, p4_chunks=0, nd_fit=False), 132)
+    assert off.NSP4 == 1 and off.ND == cfg.nd
 
 
 def test_contraction_splits_add_phases_1a_and_6a():

@@ -1057,11 +1057,11 @@ class Config:
     nd: int = 8  # phase-4 channel slices (256 / nd channels each; 4 until session 4)
     ncb: int = 2  # chunk partials combined per step in phase 4 (16, then 4 until session 4)
     # phase 4: more than this many chunk partials per item are split over ceil(n_ch / p4_chunks) work items
-    # (at most 16), each scaled by the global max and sum over all chunks; 0: never
-    p4_chunks: int = 0
-    nd_fit: bool = (
-        False  # phase 4: halve nd (then fewer chunk parts) while its work items exceed the programs
-    )
+    # (at most 16), each scaled by the global max and sum over all chunks; 0: never. Session 5 (H200, with
+    # nd_fit): 129.6 against 131.2 us; the one-item workloads (128 chunks) 5-7 % faster
+    p4_chunks: int = 32
+    # phase 4: halve nd (then fewer chunk parts) while its work items exceed the programs
+    nd_fit: bool = True
     hb: int = 32  # MLP hidden block
     kc: int = 64  # contraction piece of the query-side projections (a real loop over 256 / kc pieces)
     nc: int = 256  # output-column piece of the query-side [16, 256] products (< 256: a real loop, less code)
@@ -1247,7 +1247,9 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     ch = -(-ch // bs) * bs
     n_ch = -(-S // ch)
     NCB = max(1, min(cfg.ncb, _next_pow2(n_ch)))
-    nsp4 = 1 if cfg.p4_chunks <= 0 or n_ch <= cfg.p4_chunks else min(-(-n_ch // cfg.p4_chunks), 16)
+    if cfg.p4_chunks < 0:
+        raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
+    nsp4 = 1 if cfg.p4_chunks == 0 or n_ch <= cfg.p4_chunks else min(-(-n_ch // cfg.p4_chunks), 16)
     nd = cfg.nd
     if cfg.nd_fit:  # phase 4 in one wave: fewer channel slices, then fewer chunk parts
         while nd > 1 and NRT * 8 * nd * nsp4 > programs:
