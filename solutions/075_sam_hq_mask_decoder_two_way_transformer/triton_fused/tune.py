@@ -184,6 +184,11 @@ VARIANTS: dict[str, Config] = {
     "p4c32_fit": dataclasses.replace(BASE, p4_chunks=32, nd_fit=True),
     "p4c64_fit": dataclasses.replace(BASE, p4_chunks=64, nd_fit=True),
     "p4c16_fit": dataclasses.replace(BASE, p4_chunks=16, nd_fit=True),
+    # round 10 (on BASE): more of each program's first key chunk prefetched into L2 at the start; MLP blocks
+    "pt64": dataclasses.replace(BASE, prefetch_tokens=64),
+    "pt128": dataclasses.replace(BASE, prefetch_tokens=128),
+    "b_hb64": dataclasses.replace(BASE, hb=64),
+    "b_hb16": dataclasses.replace(BASE, hb=16),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
