@@ -267,9 +267,10 @@ def test_column_splits_multiply_the_query_side_work_items():
         assert all(split[k] == one[k] for k in (3, 4, 5, 7, 8, 9))
 
 
-def test_phase4_fits_one_wave():
+def test_phases_4_and_5_fit_one_wave():
     """nd_fit: phase 4's work items (row tiles x 8 heads x channel slices x chunk parts) fit the programs
-    where they can, channel slices going first; p4_chunks sets the chunk parts of the many-chunk workloads."""
+    where they can, channel slices going first; p4_chunks sets the chunk parts of the many-chunk workloads;
+    hb_fit: phase 5's (row tiles x MLP blocks) fit them too."""
     cfg = kernel.DEFAULT_CONFIG
     assert cfg.nd_fit and cfg.p4_chunks > 0
     for NI, T, S in ((1, 4, 4096), (8, 5, 1024), (16, 4, 4096), (2, 5, 1024), (64, 16, 4096)):
@@ -278,10 +279,14 @@ def test_phase4_fits_one_wave():
         assert plan.NSP4 == 1 or plan.n_ch > cfg.p4_chunks
         if plan.ND < cfg.nd:  # halved only because the next size up would not fit
             assert plan.NRT * 8 * (2 * plan.ND) * plan.NSP4 > 132
+        assert plan.work[5] <= 132 or plan.HB == 2048  # hb_fit: phase 5 too
+        if plan.HB > cfg.hb:
+            assert plan.NRT * (2048 // (plan.HB // 2)) > 132
     one = kernel.make_plan(1, 4, 4096, cfg, 132)
-    assert one.n_ch == 128 and one.NSP4 == 4 and one.ND == 4
-    off = kernel.make_plan(1, 4, 4096, dataclasses.replace(cfg, p4_chunks=0, nd_fit=False), 132)
-    assert off.NSP4 == 1 and off.ND == cfg.nd
+    assert one.n_ch == 128 and one.NSP4 == 4 and one.ND == 4 and one.HB == cfg.hb
+    assert kernel.make_plan(8, 5, 1024, cfg, 132).HB == 2 * cfg.hb  # 3 row tiles: 192 blocks of 32
+    off = kernel.make_plan(8, 5, 1024, dataclasses.replace(cfg, p4_chunks=0, nd_fit=False, hb_fit=False), 132)
+    assert off.NSP4 == 1 and off.ND == cfg.nd and off.HB == cfg.hb
 
 
 def test_contraction_splits_add_phases_1a_and_6a():
