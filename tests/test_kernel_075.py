@@ -279,12 +279,15 @@ def test_phases_4_and_5_fit_one_wave():
         assert plan.NSP4 == 1 or plan.n_ch > cfg.p4_chunks
         if plan.ND < cfg.nd:  # halved only because the next size up would not fit
             assert plan.NRT * 8 * (2 * plan.ND) * plan.NSP4 > 132
-        assert plan.work[5] <= 132 or plan.HB == 2048  # hb_fit: phase 5 too
-        if plan.HB > cfg.hb:
-            assert plan.NRT * (2048 // (plan.HB // 2)) > 132
+        fit = kernel.make_plan(NI, T, S, dataclasses.replace(cfg, hb_fit=True), 132)
+        assert fit.work[5] <= 132 or fit.HB == 2048  # hb_fit: phase 5 too
+        if fit.HB > cfg.hb:
+            assert fit.NRT * (2048 // (fit.HB // 2)) > 132
+        assert plan.HB == cfg.hb  # hb_fit is off by default
     one = kernel.make_plan(1, 4, 4096, cfg, 132)
-    assert one.n_ch == 128 and one.NSP4 == 4 and one.ND == 4 and one.HB == cfg.hb
-    assert kernel.make_plan(8, 5, 1024, cfg, 132).HB == 2 * cfg.hb  # 3 row tiles: 192 blocks of 32
+    assert one.n_ch == 128 and one.NSP4 == 4 and one.ND == 4
+    three = kernel.make_plan(8, 5, 1024, dataclasses.replace(cfg, hb_fit=True), 132)
+    assert three.HB == 2 * cfg.hb  # 3 row tiles: 192 blocks of 32 do not fit, 96 of 64 do
     off = kernel.make_plan(8, 5, 1024, dataclasses.replace(cfg, p4_chunks=0, nd_fit=False, hb_fit=False), 132)
     assert off.NSP4 == 1 and off.ND == cfg.nd and off.HB == cfg.hb
 

@@ -1063,9 +1063,10 @@ class Config:
     # phase 4: halve nd (then fewer chunk parts) while its work items exceed the programs
     nd_fit: bool = True
     hb: int = 32  # MLP hidden block
-    # phase 5: double hb while its work items (row tiles x 2048 / hb) exceed the programs (session 5, H200:
-    # hb 64 took the 3- and 4-row-tile workloads #1, #5, #6, #11 from 2 waves to 1, 1.4-5.7 % faster)
-    hb_fit: bool = True
+    # phase 5: double hb while its work items (row tiles x 2048 / hb) exceed the programs. Off: not measured
+    # as a default yet (session 5's sweep ran hb 64 for every workload: the 3- and 4-row-tile workloads #1,
+    # #5, #6, #11, which hb_fit would change, were 1.4-5.7 % faster; no device time was left for the run)
+    hb_fit: bool = False
     kc: int = 64  # contraction piece of the query-side projections (a real loop over 256 / kc pieces)
     nc: int = 256  # output-column piece of the query-side [16, 256] products (< 256: a real loop, less code)
     # query-side tensor-core products: 1 (one TF32 product of operands rounded to nearest) or 3 (3xTF32, about
