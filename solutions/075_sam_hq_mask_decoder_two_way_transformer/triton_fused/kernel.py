@@ -109,11 +109,26 @@ def _stamp(times, k, pid):
 
 
 @triton.jit
-def _item_trace(times, G, NMAX, ph: tl.constexpr, w, t0):
-    """INSTR: work item w of phase ph ran from t0 to now (globaltimer); the layout is `instr_size`'s."""
-    o = 16 + 6 * G + ((ph - 1) * NMAX + w) * 2 + tl.arange(0, 1)
-    tl.store(times + o, t0)
-    tl.store(times + o + 1, _gtime())
+def _item_start(INSTR: tl.constexpr):
+    """A work item's start time for its INSTR trace (globaltimer; 0 when not tracing)."""
+    if INSTR:
+        return _gtime()
+    else:
+        return tl.zeros([1], tl.int64)
+
+
+@triton.jit
+def _item_done(
+    sync, slot, times, G, NMAX, ph: tl.constexpr, w, t0, PERSIST: tl.constexpr, INSTR: tl.constexpr
+):
+    """Work item w of phase ph is done: persistent mode counts it in sync[slot]; INSTR records that it ran from
+    t0 to now (globaltimer; the layout is `instr_size`'s)."""
+    if PERSIST:
+        _arrive(sync + slot)
+    if INSTR:
+        o = 16 + 6 * G + ((ph - 1) * NMAX + w) * 2 + tl.arange(0, 1)
+        tl.store(times + o, t0)
+        tl.store(times + o + 1, _gtime())
 
 
 @triton.jit
@@ -458,6 +473,27 @@ def _ph3_t2i_pass(
 
 
 @triton.jit
+def _chunk_partials(pm, pl, item, n_ch, chs, lim, jrow, valid, M8: tl.constexpr):
+    """Phase 3's partial maxima and sums of chunks chs (those < lim) for rows jrow of the items: the [n, 16]
+    offsets and mask, and the loaded (max, sum)."""
+    base = (item[None, :] * n_ch + chs[:, None]) * M8 + jrow[None, :]
+    ok = (chs < lim)[:, None] & valid[None, :]
+    mc = tl.load(pm + base, mask=ok, other=_NEG, cache_modifier=".cg")
+    lc = tl.load(pl + base, mask=ok, other=0.0, cache_modifier=".cg")
+    return base, ok, mc, lc
+
+
+@triton.jit
+def _merge_partials(m_run, l_run, mc, lc):
+    """Online-softmax merge of [n, 16] chunk partials (max mc, sum lc) into the running (m_run, l_run): the new
+    max and sum, and the factors for the running values (fa) and for each chunk (fb)."""
+    m_new = tl.maximum(m_run, tl.max(mc, 0))
+    fa = tl.exp2(m_run - m_new)
+    fb = tl.exp2(mc - m_new[None, :])  # [n, 16]
+    return m_new, l_run * fa + tl.sum(lc * fb, 0), fa, fb
+
+
+@triton.jit
 def _ph4_t2i_combine(
     w, live, pm, pl, pacc, wv, bv, wo, y2acc, R, T, n_ch, nsp,
     C: tl.constexpr, TPK: tl.constexpr, ND: tl.constexpr, NCB: tl.constexpr, P3: tl.constexpr,
@@ -495,35 +531,23 @@ def _ph4_t2i_combine(
     acc = tl.zeros([_RT, DS], tl.float32)
     # NCB chunks per step: one round trip for NCB partials (CS > 1: the next steps' loads in flight)
     for cb0 in tl.range(c_lo, c_hi, NCB, num_stages=CS):
-        chs = cb0 + tl.arange(0, NCB)
-        base = (item[None, :] * n_ch + chs[:, None]) * M8 + jrow[None, :]  # [NCB, 16]
-        ok = (chs < c_end)[:, None] & valid[None, :]
-        mc = tl.load(pm + base, mask=ok, other=_NEG, cache_modifier=".cg")
-        lc = tl.load(pl + base, mask=ok, other=0.0, cache_modifier=".cg")
+        base, ok, mc, lc = _chunk_partials(
+            pm, pl, item, n_ch, cb0 + tl.arange(0, NCB), c_end, jrow, valid, M8
+        )
         ac = tl.load(
             pacc + base[:, :, None] * C + dd[None, None, :],
             mask=ok[:, :, None],
             other=0.0,
             cache_modifier=".cg",
         )  # [NCB, 16, DS]
-        m_new = tl.maximum(m_run, tl.max(mc, 0))
-        fa = tl.exp2(m_run - m_new)
-        fb = tl.exp2(mc - m_new[None, :])  # [NCB, 16]
-        l_run = l_run * fa + tl.sum(lc * fb, 0)
+        m_run, l_run, fa, fb = _merge_partials(m_run, l_run, mc, lc)
         acc = acc * fa[:, None] + tl.sum(ac * fb[:, :, None], 0)
-        m_run = m_new
     if SPLIT:  # this part's share of the softmax over all chunks: the global max and sum
         m_all = tl.full([_RT], _NEG, tl.float32)
         l_all = tl.zeros([_RT], tl.float32)
-        for cb in range(0, n_ch, 32):
-            chs = cb + tl.arange(0, 32)
-            base = (item[None, :] * n_ch + chs[:, None]) * M8 + jrow[None, :]  # [32, 16]
-            ok = (chs < n_ch)[:, None] & valid[None, :]
-            mc = tl.load(pm + base, mask=ok, other=_NEG, cache_modifier=".cg")
-            lc = tl.load(pl + base, mask=ok, other=0.0, cache_modifier=".cg")
-            m_new = tl.maximum(m_all, tl.max(mc, 0))
-            l_all = l_all * tl.exp2(m_all - m_new) + tl.sum(lc * tl.exp2(mc - m_new[None, :]), 0)
-            m_all = m_new
+        for cb in range(0, n_ch, 32):  # [32, 16] blocks
+            _, _, mc, lc = _chunk_partials(pm, pl, item, n_ch, cb + tl.arange(0, 32), n_ch, jrow, valid, M8)
+            m_all, l_all, _, _ = _merge_partials(m_all, l_all, mc, lc)
         pooled = acc * (tl.exp2(m_run - m_all) / tl.where(valid, l_all, 1.0))[:, None]
     else:
         pooled = acc / tl.where(valid, l_run, 1.0)[:, None]  # softmax-weighted mean of raw keys, [16, DS]
@@ -683,9 +707,9 @@ def _i2t_half(
 
 
 @triton.jit
-def _i2t_operands(a2, c2, vwb, vws, item, j, jv, c, M8: tl.constexpr, V3: tl.constexpr):
-    """A2 rows j [64, C], c2, and VW^T columns j [C, 64] (TF32 part, and the rest if V3) of one item, channels c."""
-    C: tl.constexpr = c.shape[0]
+def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constexpr, V3: tl.constexpr):
+    """A2 rows j [64, C], c2, and VW^T columns j [C, 64] (TF32 part, and the rest if V3) of one item."""
+    c = tl.arange(0, C)
     a = tl.load(a2 + (item * M8 + j)[:, None] * C + c[None, :], mask=jv[:, None], other=0.0)
     cb = tl.load(c2 + item * M8 + j, mask=jv, other=0.0)
     vt = (item * C + c)[:, None] * M8 + j[None, :]
@@ -710,7 +734,7 @@ def _ph7_i2t_pass(
     j0 = tl.arange(0, 64)
     jv0 = ((j0 % TPK) < T) & live
     if NH == 1:  # the operands stay in shared memory for the whole chunk
-        a, cb, vb, vs = _i2t_operands(a2, c2, vwb, vws, item, j0, jv0, c, M8, V3)
+        a, cb, vb, vs = _i2t_operands(a2, c2, vwb, vws, item, j0, jv0, C, M8, V3)
     bo_c = tl.load(bo + c, mask=live, other=0.0)
     lw = tl.load(ln4w + c, mask=live, other=0.0)
     lb = tl.load(ln4b + c, mask=live, other=0.0)
@@ -740,7 +764,7 @@ def _ph7_i2t_pass(
             for hf in tl.static_range(NH):
                 jh = hf * 64 + j0
                 jvh = ((jh % TPK) < T) & live
-                ah, cbh, vbh, vsh = _i2t_operands(a2, c2, vwb, vws, item, jh, jvh, c, M8, V3)
+                ah, cbh, vbh, vsh = _i2t_operands(a2, c2, vwb, vws, item, jh, jvh, C, M8, V3)
                 o = _i2t_half(xt, ah, cbh, jvh, vbh, vsh, o, TPK, BS, RN, V3)
         if RK == 2:
             o += tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".ca") + bo_c[:, None]
@@ -880,137 +904,88 @@ def _two_way_kernel(
     if KP1 > 1:
         if PERSIST or PHASE == 8:  # phase 1a: q, k, v split by contraction columns
             for w in range(pid, n1a, G):
-                if INSTR:
-                    t0 = _gtime()
+                t0 = _item_start(INSTR)
                 _ph1a_qkv_part(
                     w, True, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, qkv, R, T, IPB, pe_sa,
                     C, KC, P3_1, RN, QS, KP1,
                 )  # fmt: skip
-                if PERSIST:
-                    _arrive(sync + 6)
-                if INSTR:
-                    _item_trace(times, G, NMAX, 8, w, t0)
+                _item_done(sync, 6, times, G, NMAX, 8, w, t0, PERSIST, INSTR)
         if PERSIST:
-            _phase_barrier(sync, 6, n1a, times, pid, MAXSPIN, SPIN_NS, False)
+            _phase_barrier(sync, 6, n1a, times, pid, MAXSPIN, SPIN_NS, False)  # (no stamp slots for 1a)
 
     if PERSIST or PHASE == 1:
         for w in range(pid, n1, G):
-            if INSTR:
-                t0 = _gtime()
+            t0 = _item_start(INSTR)
             _ph1_self_attn(
                 w, True, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, y1acc, qkv, R, T,
                 IPB, pe_sa, C, KC, P3_1, RN, NC1, QS, CP1, KP1,
             )  # fmt: skip
-            if PERSIST:
-                _arrive(sync + 0)
-            if INSTR:
-                _item_trace(times, G, NMAX, 1, w, t0)
+            _item_done(sync, 0, times, G, NMAX, 1, w, t0, PERSIST, INSTR)
     if PERSIST:
         _phase_barrier(sync, 0, n1, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 2:
         for w in range(pid, n2, G):
-            if INSTR:
-                t0 = _gtime()
+            t0 = _item_start(INSTR)
             _ph2_ln1_t2i_fold(
                 w, True, y1acc, qp_ptr, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
                 C, TPK, KC, P3_2, RN, NC26, QS, CP,
             )  # fmt: skip
-            if PERSIST:
-                _arrive(sync + 1)
-            if INSTR:
-                _item_trace(times, G, NMAX, 2, w, t0)
+            _item_done(sync, 1, times, G, NMAX, 2, w, t0, PERSIST, INSTR)
     if PERSIST:
         _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 3:
         for w in range(pid, n3, G):
-            if INSTR:
-                t0 = _gtime()
+            t0 = _item_start(INSTR)
             _ph3_t2i_pass(
                 w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
                 C, TPK, BS1, NHALF, PF_DIST, RN, KS1,
             )  # fmt: skip
-            if PERSIST:
-                _arrive(sync + 2)
-            if INSTR:
-                _item_trace(times, G, NMAX, 3, w, t0)
+            _item_done(sync, 2, times, G, NMAX, 3, w, t0, PERSIST, INSTR)
     if PERSIST:
         _phase_barrier(sync, 2, n3, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 4:
         for w in range(pid, n4, G):
-            if INSTR:
-                t0 = _gtime()
+            t0 = _item_start(INSTR)
             _ph4_t2i_combine(
                 w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
                 C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT,
             )  # fmt: skip
-            if PERSIST:
-                _arrive(sync + 3)
-            if INSTR:
-                _item_trace(times, G, NMAX, 4, w, t0)
+            _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
     if PERSIST:
         _phase_barrier(sync, 3, n4, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 5:
         for w in range(pid, n5, G):
-            if INSTR:
-                t0 = _gtime()
+            t0 = _item_start(INSTR)
             _ph5_mlp(
                 w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3_5, RN, NC, QS
             )
-            if PERSIST:
-                _arrive(sync + 4)
-            if INSTR:
-                _item_trace(times, G, NMAX, 5, w, t0)
+            _item_done(sync, 4, times, G, NMAX, 5, w, t0, PERSIST, INSTR)
     if PERSIST:
         _phase_barrier(sync, 4, n5, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if KP6 > 1:
         if PERSIST or PHASE == 9:  # phase 6a: K, V split by contraction columns
             for w in range(pid, n6a, G):
-                if INSTR:
-                    t0 = _gtime()
+                t0 = _item_start(INSTR)
                 _ph6a_kv_part(
-                    w,
-                    True,
-                    y3acc,
-                    qp_ptr,
-                    ln3w,
-                    ln3b,
-                    i_wk,
-                    i_bk,
-                    i_wv,
-                    i_bv,
-                    kv,
-                    R,
-                    C,
-                    KC,
-                    P3_6,
-                    RN,
-                    QS,
-                    KP6,
-                )
-                if PERSIST:
-                    _arrive(sync + 8)
-                if INSTR:
-                    _item_trace(times, G, NMAX, 9, w, t0)
+                    w, True, y3acc, qp_ptr, ln3w, ln3b, i_wk, i_bk, i_wv, i_bv, kv, R, C, KC, P3_6, RN, QS, KP6,
+                )  # fmt: skip
+                _item_done(sync, 8, times, G, NMAX, 9, w, t0, PERSIST, INSTR)
         if PERSIST:
-            _phase_barrier(sync, 8, n6a, times, pid, MAXSPIN, SPIN_NS, False)
+            _phase_barrier(sync, 8, n6a, times, pid, MAXSPIN, SPIN_NS, False)  # (nor for 6a)
 
     if PERSIST or PHASE == 6:
         for w in range(pid, n2, G):
-            if INSTR:
-                t0 = _gtime()
+            t0 = _item_start(INSTR)
             _ph6_ln3_i2t_fold(
                 w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
                 vwb, vws, kv, R, T, C, TPK, KC, P3_6, RN, NC26, QS, CP, KP6,
             )  # fmt: skip
-            if PERSIST:
-                _arrive(sync + 5)
-            if INSTR:
-                _item_trace(times, G, NMAX, 6, w, t0)
+            _item_done(sync, 5, times, G, NMAX, 6, w, t0, PERSIST, INSTR)
     if PERSIST:
         _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
@@ -1020,14 +995,12 @@ def _two_way_kernel(
         n_mine = tl.cdiv(n_key - pid, G)
         for i in range(0, n_mine):
             w = pid + (n_mine - 1 - i) * G  # this program's chunks, last first (L2 reuse after phase 3)
-            if INSTR:
-                t0 = _gtime()
+            t0 = _item_start(INSTR)
             _ph7_i2t_pass(
                 w, True, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
                 C, TPK, BS2, PF_DIST, RN, V3, RK,
             )  # fmt: skip
-            if INSTR:
-                _item_trace(times, G, NMAX, 7, w, t0)
+            _item_done(sync, 7, times, G, NMAX, 7, w, t0, False, INSTR)  # (phase 7 is not counted)
 
     if PERSIST:  # the last program out resets the counters for the next call (stream order publishes it)
         tl.debug_barrier()
