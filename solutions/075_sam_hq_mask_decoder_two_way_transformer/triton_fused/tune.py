@@ -56,10 +56,13 @@ kernel = load_module(Path(__file__).with_name("kernel.py"), "_tune075_kernel")
 Config = kernel.Config
 BASE = kernel.DEFAULT_CONFIG
 
-# The shipped defaults of earlier sessions, so that the session-4 rounds below re-run what they measured:
-# S3 = commit 84a0320 (sessions 2-3), S4 = session 4 round 3's winner, S5 = round 4's (BASE = S5 with the
-# round-7 column splits).
-S6 = dataclasses.replace(BASE, q_terms=3)  # session 4's shipped defaults (3xTF32 query side)
+# The shipped defaults of earlier steps, so that the rounds below re-run what they measured: S3 = commit
+# 84a0320 (sessions 2-3), S4 = session 4 round 3's winner, S5 = round 4's, S6 = session 4's final defaults
+# (13661ab: S5 with the round-7 column splits); session 5's steps Q1 = 38e6502 (one TF32 product on the query
+# side) and K = 5a919cf (phases 1a and 6a); BASE = 35570dc (phase 4 split over chunk parts, nd_fit).
+S6 = dataclasses.replace(BASE, q_terms=3, ksplit1=1, ksplit6=1, p4_chunks=0, nd_fit=False)
+Q1 = dataclasses.replace(S6, q_terms=1)
+K = dataclasses.replace(Q1, ksplit1=4, ksplit6=4)
 S3 = dataclasses.replace(
     S6, stages1=1, qstages=1, cstages=1, ncb=4, nd=4, reload_k=0, prefetch_dist=2, csplit=1, csplit1=1
 )
@@ -147,43 +150,44 @@ VARIANTS: dict[str, Config] = {
     # session 5 (on S6 = session 4's defaults). Tried and removed with their knobs (NOTES.md): barrier polls as
     # volatile loads, a pipelined phase 7, rotated channel order in the key passes, 16-token i2t tiles.
     "s6": S6,
-    "q1": dataclasses.replace(S6, q_terms=1),  # the query side in one TF32 product (= BASE since session 5)
-    # round 2 (on q1 = BASE; the ncb variants ran with an elementwise phase-4 combine, reverted since): combine
+    "q1": Q1,  # the query side in one TF32 product
+    # round 2 (on Q1; the ncb variants ran with an elementwise phase-4 combine, reverted since): combine
     # steps, 32-token t2i tiles that fit in shared memory (fewer pipeline stages), the in-loop L2 prefetch again
-    "q1_ncb4": dataclasses.replace(BASE, ncb=4),
-    "q1_ncb8": dataclasses.replace(BASE, ncb=8),
-    "q1_ncb8_cs2": dataclasses.replace(BASE, ncb=8, cstages=2),
-    "q1_bs32k1": dataclasses.replace(BASE, bs1=32, stages1=1),
-    "q1_bs32k2": dataclasses.replace(BASE, bs1=32, stages1=2),
-    "q1_bs32k1_pf2": dataclasses.replace(BASE, bs1=32, stages1=1, prefetch_dist=2),
-    "q1_pf2": dataclasses.replace(BASE, prefetch_dist=2),
-    # round 3 (on BASE): what the exactness of the query side costs, per group of phases
-    "q3p6": dataclasses.replace(BASE, q3_phases=(6,)),  # output_keys' own query-side products
-    "q3p1245": dataclasses.replace(BASE, q3_phases=(1, 2, 4, 5)),  # all that output_queries depends on
-    # round 4 (on BASE): more column splits now that the K loops are cheaper
-    "q1_cp8": dataclasses.replace(BASE, csplit=8),
-    "q1_c1p8": dataclasses.replace(BASE, csplit1=8),
-    # round 6 (on BASE): phase 1's q/k/v contraction split over work items of a phase 1a (one more barrier)
-    "ks1_2": dataclasses.replace(BASE, ksplit1=2),
-    "ks1_4": dataclasses.replace(BASE, ksplit1=4),
-    "ks1_8": dataclasses.replace(BASE, ksplit1=8),
-    "ks1_4_c1p2": dataclasses.replace(BASE, ksplit1=4, csplit1=2),
-    "ks1_4_c1p8": dataclasses.replace(BASE, ksplit1=4, csplit1=8),
-    # round 7 (on BASE): the same split for phase 6 (phase 6a)
-    "ks1_4_ks6_4": dataclasses.replace(BASE, ksplit1=4, ksplit6=4),
-    "ks1_4_ks6_2": dataclasses.replace(BASE, ksplit1=4, ksplit6=2),
-    "ks1_4_ks6_4_cp2": dataclasses.replace(BASE, ksplit1=4, ksplit6=4, csplit=2),
-    # round 8 (on BASE = ks1_4_ks6_4): phase 4's chunk partials split over more work items (global max/sum)
-    "p4c32": dataclasses.replace(BASE, p4_chunks=32),
-    "p4c32_nd4": dataclasses.replace(BASE, p4_chunks=32, nd=4),
-    "p4c32_nd2": dataclasses.replace(BASE, p4_chunks=32, nd=2),
-    "p4c16_nd2": dataclasses.replace(BASE, p4_chunks=16, nd=2),
-    "p4c64_nd4": dataclasses.replace(BASE, p4_chunks=64, nd=4),
-    # round 9 (on BASE): the chunk split compiled only where used (constexpr), nd fitted to one wave per workload
-    "fit": dataclasses.replace(BASE, nd_fit=True),
-    "p4c32_fit": dataclasses.replace(BASE, p4_chunks=32, nd_fit=True),
-    "p4c64_fit": dataclasses.replace(BASE, p4_chunks=64, nd_fit=True),
-    "p4c16_fit": dataclasses.replace(BASE, p4_chunks=16, nd_fit=True),
+    "q1_ncb4": dataclasses.replace(Q1, ncb=4),
+    "q1_ncb8": dataclasses.replace(Q1, ncb=8),
+    "q1_ncb8_cs2": dataclasses.replace(Q1, ncb=8, cstages=2),
+    "q1_bs32k1": dataclasses.replace(Q1, bs1=32, stages1=1),
+    "q1_bs32k2": dataclasses.replace(Q1, bs1=32, stages1=2),
+    "q1_bs32k1_pf2": dataclasses.replace(Q1, bs1=32, stages1=1, prefetch_dist=2),
+    "q1_pf2": dataclasses.replace(Q1, prefetch_dist=2),
+    # round 3 (on Q1): what the exactness of the query side costs, per group of phases
+    "q3p6": dataclasses.replace(Q1, q3_phases=(6,)),  # output_keys' own query-side products
+    "q3p1245": dataclasses.replace(Q1, q3_phases=(1, 2, 4, 5)),  # all that output_queries depends on
+    # round 4 (on Q1): more column splits now that the K loops are cheaper
+    "q1_cp8": dataclasses.replace(Q1, csplit=8),
+    "q1_c1p8": dataclasses.replace(Q1, csplit1=8),
+    # round 6 (on Q1): phase 1's q/k/v contraction split over work items of a phase 1a (one more barrier)
+    "ks1_2": dataclasses.replace(Q1, ksplit1=2),
+    "ks1_4": dataclasses.replace(Q1, ksplit1=4),
+    "ks1_8": dataclasses.replace(Q1, ksplit1=8),
+    "ks1_4_c1p2": dataclasses.replace(Q1, ksplit1=4, csplit1=2),
+    "ks1_4_c1p8": dataclasses.replace(Q1, ksplit1=4, csplit1=8),
+    # round 7 (on Q1): the same split for phase 6 (phase 6a)
+    "ks1_4_ks6_4": dataclasses.replace(Q1, ksplit1=4, ksplit6=4),
+    "ks1_4_ks6_2": dataclasses.replace(Q1, ksplit1=4, ksplit6=2),
+    "ks1_4_ks6_4_cp2": dataclasses.replace(Q1, ksplit1=4, ksplit6=4, csplit=2),
+    # round 8 (on K = ks1_4_ks6_4): phase 4's chunk partials split over more work items (global max/sum; the
+    # split ran as a runtime branch in every build then, compiled only where used since)
+    "p4c32": dataclasses.replace(K, p4_chunks=32),
+    "p4c32_nd4": dataclasses.replace(K, p4_chunks=32, nd=4),
+    "p4c32_nd2": dataclasses.replace(K, p4_chunks=32, nd=2),
+    "p4c16_nd2": dataclasses.replace(K, p4_chunks=16, nd=2),
+    "p4c64_nd4": dataclasses.replace(K, p4_chunks=64, nd=4),
+    # round 9 (on K): the chunk split compiled only where used (constexpr), nd fitted to one wave per workload
+    "fit": dataclasses.replace(K, nd_fit=True),
+    "p4c32_fit": dataclasses.replace(K, p4_chunks=32, nd_fit=True),
+    "p4c64_fit": dataclasses.replace(K, p4_chunks=64, nd_fit=True),
+    "p4c16_fit": dataclasses.replace(K, p4_chunks=16, nd_fit=True),
     # round 10 (on BASE): more of each program's first key chunk prefetched into L2 at the start; MLP blocks
     "pt64": dataclasses.replace(BASE, prefetch_tokens=64),
     "pt128": dataclasses.replace(BASE, prefetch_tokens=128),
