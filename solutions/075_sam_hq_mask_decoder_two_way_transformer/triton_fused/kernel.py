@@ -1206,12 +1206,11 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"nd: expected 1, 2, 4, 8 or 16, got {cfg.nd}")
     if cfg.bs1 not in (16, 32, 64, 128):
         raise ValueError(f"bs1: expected 16, 32, 64 or 128, got {cfg.bs1}")
-    if cfg.bs2 not in (
-        32,
-        64,
-        128,
-    ):  # 16: illegal address or wrong output_keys on the H200 (Triton 3.6, session 5)
+    # bs2 16: illegal address or wrong output_keys on the H200 (Triton 3.6, session 5)
+    if cfg.bs2 not in (32, 64, 128):
         raise ValueError(f"bs2: expected 32, 64 or 128 (16-token i2t tiles fail on the H200), got {cfg.bs2}")
+    if cfg.p4_chunks < 0:
+        raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
     NHALF = TPK // 8
     IPB = max(1, RT // T)
     NG = -(-NI // IPB)
@@ -1224,8 +1223,6 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     ch = -(-ch // bs) * bs
     n_ch = -(-S // ch)
     NCB = max(1, min(cfg.ncb, _next_pow2(n_ch)))
-    if cfg.p4_chunks < 0:
-        raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
     nsp4 = 1 if cfg.p4_chunks == 0 or n_ch <= cfg.p4_chunks else min(-(-n_ch // cfg.p4_chunks), 16)
     nd = cfg.nd
     if cfg.nd_fit:  # phase 4 in one wave: fewer channel slices, then fewer chunk parts
