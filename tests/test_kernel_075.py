@@ -160,6 +160,15 @@ CASES = {
         True,
         dict(grid=1, waves=40.0, hb=512, p4_chunks=2, nd=2, nd_fit=False),
     ),  # fmt: skip
+    # 4 key-side rows per head (T <= 4): a key pass on 32 rows, both modes, with and without padding rows, on
+    # one side or both; phase 7 pipelined (its tiles forwards)
+    "persistent-tpk4-T4": (1, 2, 4, 70, False, dict(grid=1, hb=512, tpk_min=4, tpk7_min=4, bs2=64)),
+    "multi-tpk4-T3": (2, 1, 3, 100, True, dict(mode="multi", grid=40, hb=512, tpk_min=4, min_chunk=16, ncb=2)),
+    "persistent-tpk7-stages7-T2": (1, 3, 2, 90, False, dict(grid=1, hb=512, tpk7_min=4, stages7=2)),
+    "multi-stages7-T6": (1, 2, 6, 100, True, dict(mode="multi", grid=40, hb=512, tpk7_min=4, stages7=3)),
+    # phase 7 in 32-row blocks: two held in shared memory (TPK 8), four re-read per tile (TPK 16)
+    "persistent-rows7-T6": (1, 2, 6, 50, False, dict(grid=1, hb=512, rows7=32)),
+    "multi-rows7-T11": (1, 1, 11, 40, True, dict(mode="multi", grid=40, hb=512, rows7=32)),
     "multi-T5-compact": (1, 1, 5, 80, False, dict(mode="multi", grid=40, hb=512, nc=64, kc=16, min_chunk=64)),
     # cp.async pipelines (num_stages; the interpreter runs the loops plainly), phase 7 re-reading its key tile,
     # phases 1, 2 and 6 split by output columns
@@ -200,6 +209,10 @@ def test_decompositions_exact(task, case):
         assert plan.n_ch == 2 and plan.CH == 64
     if case == "multi-T16-halves":
         assert plan.NHALF == 2 and plan.IPB == 1
+    assert plan.TPK == max(overrides.get("tpk_min", 8), 1 << (T - 1).bit_length())
+    assert plan.TPK7 == max(overrides.get("tpk7_min", 8), 1 << (T - 1).bit_length())
+    if case == "multi-tpk4-T3":
+        assert plan.TPK == 4 and plan.TPK7 == 8 and plan.work[3] == plan.NI * plan.n_ch
     if case.endswith("p4-split"):
         assert plan.NSP4 > 1 and plan.work[4] == plan.NRT * 8 * plan.ND * plan.NSP4
     _check(outs, task.reference(*args), TOLERANCE, max_abs=2e-5)
@@ -227,6 +240,7 @@ def test_plans_for_official_workloads(task):
         assert (plan.n_ch - 1) * plan.CH < S <= plan.n_ch * plan.CH
         assert NI * plan.n_ch * plan.NHALF <= 132 * cfg.waves
         assert plan.TPK == 8 and plan.NHALF == 1 and plan.R == NI * T
+        assert plan.TPK7 == (4 if T <= 4 else 8)
         assert max(plan.work.values()) <= 4 * 132
 
 
@@ -246,6 +260,9 @@ def test_plans_for_official_workloads(task):
         ("ksplit1", 3),
         ("ksplit6", 16),
         ("p4_chunks", -1),
+        ("tpk_min", 2),
+        ("tpk7_min", 16),
+        ("rows7", 16),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):

@@ -434,18 +434,19 @@ def _ph3_t2i_pass(
     RN: tl.constexpr, KS: tl.constexpr = 1,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
+    RB: tl.constexpr = M8 // NHALF  # rows per work item: 64, or 32 (TPK 4)
     half = w % NHALF
     ic = w // NHALF  # item * n_ch + chunk
     item = ic // n_ch
     ch = ic % n_ch
     c = tl.arange(0, C)
-    j = half * 64 + tl.arange(0, 64)  # 64 rows of [8 heads x TPK tokens]
+    j = half * RB + tl.arange(0, RB)  # RB rows of [8 heads x TPK tokens]
     jv = ((j % TPK) < T) & live
-    a = tl.load(a1 + (item * M8 + j)[:, None] * C + c[None, :], mask=jv[:, None], other=0.0)  # [64, C]
+    a = tl.load(a1 + (item * M8 + j)[:, None] * C + c[None, :], mask=jv[:, None], other=0.0)  # [RB, C]
     cb = tl.load(c1 + item * M8 + j, mask=jv, other=0.0)
-    m = tl.full([64], _NEG, tl.float32)
-    l_sum = tl.zeros([64], tl.float32)
-    acc = tl.zeros([64, C], tl.float32)
+    m = tl.full([RB], _NEG, tl.float32)
+    l_sum = tl.zeros([RB], tl.float32)
+    acc = tl.zeros([RB, C], tl.float32)
     s0 = ch * CH
     s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)  # a dry run does one tile
     for st in tl.range(s0, s1, BS, num_stages=KS):  # KS > 1: cp.async software pipeline
@@ -456,7 +457,7 @@ def _ph3_t2i_pass(
         off = (item * S + tok)[None, :] * C + c[:, None]  # [C, BS] transposed tile
         kt = tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg")
         xt = _tf32_rn(kt + tl.load(kp_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg"), RN)
-        s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [64, BS] log2-domain scores
+        s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [RB, BS] log2-domain scores
         s = tl.where(tm[None, :], s, _NEG)
         m_new = tl.maximum(m, tl.max(s, 1))
         alpha = tl.exp2(m - m_new)
@@ -689,15 +690,16 @@ def _ph6_ln3_i2t_fold(
 
 @triton.jit
 def _i2t_half(
-    xt, a, cb, jv, vb, vs, o, TPK: tl.constexpr, BS: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr
-):
-    """o + p @ VW for 64 rows of [heads x TPK tokens]: scores, softmax over each head's tokens, values."""
-    s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [64, BS]
+    xt, a, cb, jv, vb, vs, o,
+    TPK: tl.constexpr, BS: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr, RB: tl.constexpr,
+):  # fmt: skip
+    """o + p @ VW for RB rows of [heads x TPK tokens]: scores, softmax over each head's tokens, values."""
+    s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [RB, BS]
     s = tl.where(jv[:, None], s, _NEG)
-    s3 = tl.reshape(s, (64 // TPK, TPK, BS))  # softmax over the tokens of each head
+    s3 = tl.reshape(s, (RB // TPK, TPK, BS))  # softmax over the tokens of each head
     p3 = tl.exp2(s3 - tl.max(s3, 1)[:, None, :])
     p3 = p3 / tl.sum(p3, 1)[:, None, :]
-    p = tl.reshape(p3, (64, BS))
+    p = tl.reshape(p3, (RB, BS))
     pb = _tf32_rn(p, RN)
     ps = p - pb
     if V3:  # VW's rounding residual
@@ -708,7 +710,7 @@ def _i2t_half(
 
 @triton.jit
 def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constexpr, V3: tl.constexpr):
-    """A2 rows j [64, C], c2, and VW^T columns j [C, 64] (TF32 part, and the rest if V3) of one item."""
+    """A2 rows j [RB, C], c2, and VW^T columns j [C, RB] (TF32 part, and the rest if V3) of one item."""
     c = tl.arange(0, C)
     a = tl.load(a2 + (item * M8 + j)[:, None] * C + c[None, :], mask=jv[:, None], other=0.0)
     cb = tl.load(c2 + item * M8 + j, mask=jv, other=0.0)
@@ -724,25 +726,34 @@ def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constex
 def _ph7_i2t_pass(
     w, live, k_ptr, kp_ptr, a2, c2, vwb, vws, bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, PF_DIST: tl.constexpr, RN: tl.constexpr,
-    V3: tl.constexpr, RK: tl.constexpr = 0,
+    V3: tl.constexpr, RK: tl.constexpr = 0, KS: tl.constexpr = 1, R7: tl.constexpr = 64,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
-    NH: tl.constexpr = M8 // 64  # 64-row halves of the [8 heads x TPK] rows (2 when T > 8)
+    RB: tl.constexpr = M8 if M8 < R7 else R7  # rows per block: R7 (64 or 32), or all 32 of TPK 4
+    NH: tl.constexpr = M8 // RB  # blocks of the [8 heads x TPK] rows
+    HOLD: tl.constexpr = M8 <= 64  # every block's operands stay in shared memory for the whole chunk
     item = w // n_ch
     ch = w % n_ch
     c = tl.arange(0, C)
-    j0 = tl.arange(0, 64)
+    j0 = tl.arange(0, RB)
     jv0 = ((j0 % TPK) < T) & live
-    if NH == 1:  # the operands stay in shared memory for the whole chunk
+    if HOLD:
         a, cb, vb, vs = _i2t_operands(a2, c2, vwb, vws, item, j0, jv0, C, M8, V3)
+        if NH == 2:  # R7 32 with TPK 8: two 32-row blocks
+            j1 = RB + j0
+            jv1 = ((j1 % TPK) < T) & live
+            a_1, cb_1, vb_1, vs_1 = _i2t_operands(a2, c2, vwb, vws, item, j1, jv1, C, M8, V3)
     bo_c = tl.load(bo + c, mask=live, other=0.0)
     lw = tl.load(ln4w + c, mask=live, other=0.0)
     lb = tl.load(ln4b + c, mask=live, other=0.0)
     s0 = ch * CH
     s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)  # a dry run does one tile
     n_t = tl.cdiv(s1 - s0, BS)
-    for it in range(0, n_t):
-        st = s0 + (n_t - 1 - it) * BS  # last tiles first: those phase 3 read most recently (L2)
+    for it in tl.range(0, n_t, num_stages=KS):  # KS > 1: cp.async software pipeline, tiles forwards
+        if KS > 1:
+            st = s0 + it * BS
+        else:
+            st = s0 + (n_t - 1 - it) * BS  # last tiles first: those phase 3 read most recently (L2)
         if PF_DIST > 0:
             _prefetch_tokens(k_ptr, kp_ptr, item, S, st - PF_DIST * BS, s0, s1, BS, C)
         tok = st + tl.arange(0, BS)
@@ -758,14 +769,16 @@ def _ph7_i2t_pass(
             o = tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".ca") + bo_c[:, None]
         else:
             o = tl.zeros([C, BS], tl.float32)
-        if NH == 1:
-            o = _i2t_half(xt, a, cb, jv0, vb, vs, o, TPK, BS, RN, V3)
-        else:  # T > 8: the two halves' operands do not fit in shared memory together; re-read per tile
+        if HOLD:
+            o = _i2t_half(xt, a, cb, jv0, vb, vs, o, TPK, BS, RN, V3, RB)
+            if NH == 2:
+                o = _i2t_half(xt, a_1, cb_1, jv1, vb_1, vs_1, o, TPK, BS, RN, V3, RB)
+        else:  # T > 8: the blocks' operands do not fit in shared memory together; re-read per tile
             for hf in tl.static_range(NH):
-                jh = hf * 64 + j0
+                jh = hf * RB + j0
                 jvh = ((jh % TPK) < T) & live
                 ah, cbh, vbh, vsh = _i2t_operands(a2, c2, vwb, vws, item, jh, jvh, C, M8, V3)
-                o = _i2t_half(xt, ah, cbh, jvh, vbh, vsh, o, TPK, BS, RN, V3)
+                o = _i2t_half(xt, ah, cbh, jvh, vbh, vsh, o, TPK, BS, RN, V3, RB)
         if RK == 2:
             o += tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".ca") + bo_c[:, None]
         mean = tl.sum(o, 0) / C
@@ -794,7 +807,7 @@ def _two_way_kernel(
     MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, INSTR: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr,
     NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
-    KP6: tl.constexpr, P4SPLIT: tl.constexpr,
+    KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, KS7: tl.constexpr, R7: tl.constexpr,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..9: that phase only,
     one work item per program (8 and 9: phases 1a and 6a, with KP1 / KP6 > 1)."""
@@ -893,12 +906,12 @@ def _two_way_kernel(
             if pid == (G - 5) % G:
                 _ph6_ln3_i2t_fold(
                     0, False, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
-                    vwb, vws, kv, R, T, C, TPK, KC, P3_6, RN, NC26, QS, CP, KP6,
+                    vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6,
                 )  # fmt: skip
             if pid == (G - 6) % G:
                 _ph7_i2t_pass(
                     0, False, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                    C, TPK, BS2, PF_DIST, RN, V3, RK,
+                    C, TPK7, BS2, PF_DIST, RN, V3, RK, KS7, R7,
                 )  # fmt: skip
 
     if KP1 > 1:
@@ -983,7 +996,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph6_ln3_i2t_fold(
                 w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
-                vwb, vws, kv, R, T, C, TPK, KC, P3_6, RN, NC26, QS, CP, KP6,
+                vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6,
             )  # fmt: skip
             _item_done(sync, 5, times, G, NMAX, 6, w, t0, PERSIST, INSTR)
     if PERSIST:
@@ -998,7 +1011,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph7_i2t_pass(
                 w, True, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                C, TPK, BS2, PF_DIST, RN, V3, RK,
+                C, TPK7, BS2, PF_DIST, RN, V3, RK, KS7, R7,
             )  # fmt: skip
             _item_done(sync, 7, times, G, NMAX, 7, w, t0, False, INSTR)  # (phase 7 is not counted)
 
@@ -1025,6 +1038,14 @@ class Config:
     num_stages: int = 1
     bs1: int = 16  # key tile of the t2i pass (32: 224 KB of shared memory for sm_90a, 256 KB for sm_100a)
     bs2: int = 32  # key tile of the i2t pass (16 before 2026-11-29: 32 is 2.7 % faster in the official run)
+    # key-side rows per head, max(tpk_min, next power of two >= T), of the t2i side (A1 and the chunk partials:
+    # phases 2-4) and of the i2t side (A2, VW: phases 6, 7). 4 lets T <= 4 run a key pass on 8 x 4 = 32 rows
+    # instead of 8 x 8 (half of them padding). Session 6 (H200): tpk7_min 4 takes the geomean from 128.9 to
+    # 122.3 us (phase 7 item at #6 156 -> 120 us); tpk_min 4 is slower (phase 3's 32-row products are
+    # mma.sync with the A1 operand in registers: spills; #6 phase 3 117 -> 175 us)
+    tpk_min: int = 8
+    tpk7_min: int = 4
+    rows7: int = 64  # phase 7's row blocks (32: two blocks of 4 heads with TPK 8; mma.sync score products)
     min_chunk: int = 32  # fewest key tokens per chunk
     waves: float = 1.0  # key chunks (t2i pass work items) per program
     nd: int = 8  # phase-4 channel slices (256 / nd channels each; 4 until session 4)
@@ -1036,10 +1057,9 @@ class Config:
     # phase 4: halve nd (then fewer chunk parts) while its work items exceed the programs
     nd_fit: bool = True
     hb: int = 32  # MLP hidden block
-    # phase 5: double hb while its work items (row tiles x 2048 / hb) exceed the programs. Off: not measured
-    # as a default yet (session 5's sweep ran hb 64 for every workload: the 3- and 4-row-tile workloads #1,
-    # #5, #6, #11, which hb_fit would change, were 1.4-5.7 % faster; no device time was left for the run)
-    hb_fit: bool = False
+    # phase 5: double hb while its work items (row tiles x 2048 / hb) exceed the programs (hb 64 for the 3- and
+    # 4-row-tile workloads #1, #5, #6, #11: 4-5 % faster in session 6's sweep; geomean 122.3 -> 121.4 us)
+    hb_fit: bool = True
     kc: int = 64  # contraction piece of the query-side projections (a real loop over 256 / kc pieces)
     nc: int = 256  # output-column piece of the query-side [16, 256] products (< 256: a real loop, less code)
     # query-side tensor-core products: 1 (one TF32 product of operands rounded to nearest) or 3 (3xTF32, about
@@ -1056,10 +1076,12 @@ class Config:
     v_terms: int = 2  # i2t values: 2 (VW rounded to TF32, p split) or 3 (3xTF32: +64 KB shared memory)
     tf32_rn: bool = True  # round key-side tensor-core operands to nearest (False: the tensor core truncates)
     # cp.async software pipelines (tl.range num_stages; 1: plain loads). Shared memory grows by a tile per
-    # stage: check the 227 KB limit. Phase 7 is not pipelined: every pipelined build tried on the H200's
-    # Triton 3.6 had 16-token i2t tiles, which fault or give wrong output_keys there even unpipelined (bs2);
-    # with 32-token tiles two stages need 229 KB of shared memory (sm_90a, Triton 3.9). NOTES.md, session 5.
+    # stage: check the 227 KB limit.
     stages1: int = 3  # phase-3 (t2i key pass) tile loop
+    # phase-7 tile loop (> 1: tiles forwards). With TPK 8, two stages of 32-token tiles need 229 KB (sm_90a);
+    # with tpk7_min 4 and reload_k 0 they fit (H200, Triton 3.6: 229 KB with reload_k 0, 262 KB with 2) but
+    # were slower in session 6 (126.2 against 122.3 us). 16-token i2t tiles fail on the H200 (bs2).
+    stages7: int = 1
     qstages: int = 4  # query-side K loops (phases 1, 2, 5, 6): cp.async pipeline depth over the kc pieces
     cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
     # phase 7: 0 keeps the key tile live for the residual; 1/2 re-read it (L2) before/after the dots
@@ -1131,8 +1153,8 @@ class Plan:
     T: int
     S: int
     R: int  # query rows (NI * T)
-    TPK: int  # padded tokens per head on the key side (8 or 16): 8 * TPK rows of A1/A2/VW per item
-    NHALF: int  # t2i pass: 64-row halves of the 8 * TPK rows
+    TPK: int  # padded tokens per head on the t2i side (4, 8 or 16): 8 * TPK rows of A1 and partials per item
+    NHALF: int  # key passes: 64-row halves of the 8 * TPK rows (1 with TPK 4: one 32-row block)
     IPB: int  # items per self-attention group (16 // T)
     NG: int  # self-attention groups
     NRT: int  # query row tiles of 16 rows
@@ -1147,6 +1169,7 @@ class Plan:
     KP1: int = 1  # contraction parts of phase 1a (1: no phase 1a)
     KP6: int = 1  # contraction parts of phase 6a (1: no phase 6a)
     NSP4: int = 1  # chunk parts per phase-4 work item group
+    TPK7: int = 8  # TPK of the i2t side (A2, c2, VW^T: phases 6 and 7)
 
     @property
     def work(self) -> dict[int, int]:
@@ -1185,7 +1208,12 @@ def instr_size(plan: Plan) -> int:
 def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     if not 1 <= T <= 16:
         raise ValueError(f"n_query_tokens: expected 1..16, got {T}")
-    TPK = 8 if T <= 8 else 16
+    for name in ("tpk_min", "tpk7_min"):
+        if getattr(cfg, name) not in (4, 8):
+            raise ValueError(f"{name}: expected 4 or 8, got {getattr(cfg, name)}")
+    if cfg.rows7 not in (32, 64):
+        raise ValueError(f"rows7: expected 32 or 64, got {cfg.rows7}")
+    TPK = max(cfg.tpk_min, _next_pow2(T))
     if cfg.hb < 16 or D_MLP % cfg.hb or cfg.hb & (cfg.hb - 1):
         raise ValueError(f"hb: expected a power of two in 16..2048, got {cfg.hb}")
     if cfg.nc not in (16, 32, 64, 128, 256):
@@ -1211,7 +1239,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"bs2: expected 32, 64 or 128 (16-token i2t tiles fail on the H200), got {cfg.bs2}")
     if cfg.p4_chunks < 0:
         raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
-    NHALF = TPK // 8
+    NHALF = max(1, TPK // 8)  # 64-row halves of the 8 * TPK rows (one 32-row block with TPK 4)
     IPB = max(1, RT // T)
     NG = -(-NI // IPB)
     R = NI * T
@@ -1237,7 +1265,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     grid = programs if cfg.mode == "persistent" else 0
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cfg.csplit, cfg.csplit1, grid,
-        cfg.ksplit1, cfg.ksplit6, nsp4,
+        cfg.ksplit1, cfg.ksplit6, nsp4, max(cfg.tpk7_min, _next_pow2(T)),
     )  # fmt: skip
 
 
@@ -1258,7 +1286,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     plan = make_plan(NI, T, S, cfg, _sm_count(device))
     if cfg.mode == "persistent" and device.type != "cuda" and plan.grid != 1:
         raise ValueError("persistent mode needs grid=1 in the CPU interpreter (its programs run one by one)")
-    M8 = 8 * plan.TPK
+    M8, M8_7 = 8 * plan.TPK, 8 * plan.TPK7
     work = plan.work
     sizes = [
         NI * M8 * C,  # a1
@@ -1266,10 +1294,10 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         NI * plan.n_ch * M8,  # pm
         NI * plan.n_ch * M8,  # pl
         NI * plan.n_ch * M8 * C,  # pacc
-        NI * M8 * C,  # a2
-        NI * M8,  # c2
-        NI * C * M8,  # vwb (VW^T, TF32 part)
-        NI * C * M8,  # vws (the rest)
+        NI * M8_7 * C,  # a2
+        NI * M8_7,  # c2
+        NI * C * M8_7,  # vwb (VW^T, TF32 part)
+        NI * C * M8_7,  # vws (the rest)
     ]
     # one allocation (torch.empty runs no kernel), slices aligned to 256 B
     aligned = [-(-n // 64) * 64 for n in sizes]
@@ -1319,6 +1347,9 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         KP1=plan.KP1,
         KP6=plan.KP6,
         P4SPLIT=plan.NSP4 > 1,
+        TPK7=plan.TPK7,
+        KS7=cfg.stages7,
+        R7=cfg.rows7,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

@@ -59,8 +59,10 @@ BASE = kernel.DEFAULT_CONFIG
 # The shipped defaults of earlier steps, so that the rounds below re-run what they measured: S3 = commit
 # 84a0320 (sessions 2-3), S4 = session 4 round 3's winner, S5 = round 4's, S6 = session 4's final defaults
 # (13661ab: S5 with the round-7 column splits); session 5's steps Q1 = 38e6502 (one TF32 product on the query
-# side) and K = 5a919cf (phases 1a and 6a); BASE = 35570dc (phase 4 split over chunk parts, nd_fit).
-S6 = dataclasses.replace(BASE, q_terms=3, ksplit1=1, ksplit6=1, p4_chunks=0, nd_fit=False)
+# side) and K = 5a919cf (phases 1a and 6a); B5 = 35570dc (phase 4 split over chunk parts, nd_fit), the base of
+# rounds 10 and 11; BASE = the shipped defaults (session 6: tpk7_min 4, hb_fit).
+B5 = dataclasses.replace(BASE, tpk7_min=8, hb_fit=False, stages7=1, rows7=64)
+S6 = dataclasses.replace(B5, q_terms=3, ksplit1=1, ksplit6=1, p4_chunks=0, nd_fit=False)
 Q1 = dataclasses.replace(S6, q_terms=1)
 K = dataclasses.replace(Q1, ksplit1=4, ksplit6=4)
 S3 = dataclasses.replace(
@@ -188,11 +190,24 @@ VARIANTS: dict[str, Config] = {
     "p4c32_fit": dataclasses.replace(K, p4_chunks=32, nd_fit=True),
     "p4c64_fit": dataclasses.replace(K, p4_chunks=64, nd_fit=True),
     "p4c16_fit": dataclasses.replace(K, p4_chunks=16, nd_fit=True),
-    # round 10 (on BASE): more of each program's first key chunk prefetched into L2 at the start; MLP blocks
-    "pt64": dataclasses.replace(BASE, prefetch_tokens=64),
-    "pt128": dataclasses.replace(BASE, prefetch_tokens=128),
-    "b_hb64": dataclasses.replace(BASE, hb=64),
-    "b_hb16": dataclasses.replace(BASE, hb=16),
+    # round 10 (on B5): more of each program's first key chunk prefetched into L2 at the start; MLP blocks
+    "pt64": dataclasses.replace(B5, prefetch_tokens=64),
+    "pt128": dataclasses.replace(B5, prefetch_tokens=128),
+    "b_hb64": dataclasses.replace(B5, hb=64),
+    "b_hb16": dataclasses.replace(B5, hb=16),
+    "b5": B5,
+    # session 6, round 11 (on B5): phase 5 fitted to one wave; 4 key-side rows per head for T <= 4 (the i2t
+    # side, then both), phase 7 pipelined (fits only with tpk7_min 4: A2 and VW^T take half the shared memory)
+    "hbfit": dataclasses.replace(B5, hb_fit=True),
+    "t7": dataclasses.replace(B5, tpk7_min=4),
+    "t4": dataclasses.replace(B5, tpk_min=4, tpk7_min=4),
+    "t7_s2": dataclasses.replace(B5, tpk7_min=4, stages7=2),  # sm_90a (3.9) phase 7 alone: 196 KB
+    "t7_s2_rk0": dataclasses.replace(B5, tpk7_min=4, stages7=2, reload_k=0),  # 164 KB
+    "t7_hbfit": dataclasses.replace(B5, tpk7_min=4, hb_fit=True),
+    "t7_s2_hbfit": dataclasses.replace(B5, tpk7_min=4, stages7=2, hb_fit=True),
+    # round 12 (on BASE): phase 7 in 32-row blocks for TPK 8 too (sm_90a, 3.9: 920 B stack), 64-token i2t tiles
+    "r32": dataclasses.replace(BASE, rows7=32),
+    "bs64": dataclasses.replace(BASE, bs2=64),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
@@ -234,7 +249,7 @@ def warm_shapes(workloads, cfg: Config, sms: int) -> list:
     for w in workloads:
         NI, T, S = _items(w)
         p = kernel.make_plan(NI, T, S, cfg, sms)
-        key = (p.TPK, p.NHALF, p.NCB)
+        key = (p.TPK, p.TPK7, p.NHALF, p.NCB)
         if key not in seen:
             seen.add(key)
             shapes.append(w.model_copy(update={"axes": {**w.axes, "n_key_tokens": 96}}))
