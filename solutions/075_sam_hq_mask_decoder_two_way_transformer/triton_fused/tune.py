@@ -208,6 +208,14 @@ VARIANTS: dict[str, Config] = {
     # round 12 (on BASE): phase 7 in 32-row blocks for TPK 8 too (sm_90a, 3.9: 920 B stack), 64-token i2t tiles
     "r32": dataclasses.replace(BASE, rows7=32),
     "bs64": dataclasses.replace(BASE, bs2=64),
+    # round 13 (on BASE): the older knobs again, now that phase 7 of T <= 4 is shorter ("w2" above too)
+    "r13_mc64": dataclasses.replace(BASE, min_chunk=64),
+    "r13_ks2": dataclasses.replace(BASE, stages1=2),
+    "r13_ks4": dataclasses.replace(BASE, stages1=4),
+    "r13_ncb4": dataclasses.replace(BASE, ncb=4),
+    "r13_nd4": dataclasses.replace(BASE, nd=4),
+    "r13_hb64": dataclasses.replace(BASE, hb=64),
+    "r13_pf2": dataclasses.replace(BASE, prefetch_dist=2),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
