@@ -163,7 +163,14 @@ CASES = {
     # 4 key-side rows per head (T <= 4): a key pass on 32 rows, both modes, with and without padding rows, on
     # one side or both; phase 7 pipelined (its tiles forwards)
     "persistent-tpk4-T4": (1, 2, 4, 70, False, dict(grid=1, hb=512, tpk_min=4, tpk7_min=4, bs2=64)),
-    "multi-tpk4-T3": (2, 1, 3, 100, True, dict(mode="multi", grid=40, hb=512, tpk_min=4, min_chunk=16, ncb=2)),
+    "multi-tpk4-T3": (
+        2,
+        1,
+        3,
+        100,
+        True,
+        dict(mode="multi", grid=40, hb=512, tpk_min=4, tpk7_min=8, min_chunk=16, ncb=2),
+    ),
     "persistent-tpk7-stages7-T2": (1, 3, 2, 90, False, dict(grid=1, hb=512, tpk7_min=4, stages7=2)),
     "multi-stages7-T6": (1, 2, 6, 100, True, dict(mode="multi", grid=40, hb=512, tpk7_min=4, stages7=3)),
     # phase 7 in 32-row blocks: two held in shared memory (TPK 8), four re-read per tile (TPK 16)
@@ -209,8 +216,9 @@ def test_decompositions_exact(task, case):
         assert plan.n_ch == 2 and plan.CH == 64
     if case == "multi-T16-halves":
         assert plan.NHALF == 2 and plan.IPB == 1
-    assert plan.TPK == max(overrides.get("tpk_min", 8), 1 << (T - 1).bit_length())
-    assert plan.TPK7 == max(overrides.get("tpk7_min", 8), 1 << (T - 1).bit_length())
+    tpk = {k: overrides.get(k, getattr(kernel.DEFAULT_CONFIG, k)) for k in ("tpk_min", "tpk7_min")}
+    assert plan.TPK == max(tpk["tpk_min"], 1 << (T - 1).bit_length())
+    assert plan.TPK7 == max(tpk["tpk7_min"], 1 << (T - 1).bit_length())
     if case == "multi-tpk4-T3":
         assert plan.TPK == 4 and plan.TPK7 == 8 and plan.work[3] == plan.NI * plan.n_ch
     if case.endswith("p4-split"):
@@ -262,6 +270,7 @@ def test_plans_for_official_workloads(task):
         ("p4_chunks", -1),
         ("tpk_min", 2),
         ("tpk7_min", 16),
+        ("plan_programs", -1),
         ("rows7", 16),
     ],
 )
@@ -296,17 +305,32 @@ def test_phases_4_and_5_fit_one_wave():
         assert plan.NSP4 == 1 or plan.n_ch > cfg.p4_chunks
         if plan.ND < cfg.nd:  # halved only because the next size up would not fit
             assert plan.NRT * 8 * (2 * plan.ND) * plan.NSP4 > 132
-        fit = kernel.make_plan(NI, T, S, dataclasses.replace(cfg, hb_fit=True), 132)
-        assert fit.work[5] <= 132 or fit.HB == 2048  # hb_fit: phase 5 too
-        if fit.HB > cfg.hb:
-            assert fit.NRT * (2048 // (fit.HB // 2)) > 132
-        assert plan.HB == cfg.hb  # hb_fit is off by default
+        # hb_fit (on by default): phase 5's MLP blocks doubled once when they exceed the programs
+        assert cfg.hb_fit and plan.HB in (cfg.hb, 2 * cfg.hb)
+        assert (plan.HB > cfg.hb) == (plan.NRT * (2048 // cfg.hb) > 132)
     one = kernel.make_plan(1, 4, 4096, cfg, 132)
     assert one.n_ch == 128 and one.NSP4 == 4 and one.ND == 4
-    three = kernel.make_plan(8, 5, 1024, dataclasses.replace(cfg, hb_fit=True), 132)
-    assert three.HB == 2 * cfg.hb  # 3 row tiles: 192 blocks of 32 do not fit, 96 of 64 do
+    three = kernel.make_plan(8, 5, 1024, cfg, 132)
+    assert three.HB == 2 * cfg.hb and three.work[5] <= 132  # 3 row tiles: 192 blocks of 32 do not fit
     off = kernel.make_plan(8, 5, 1024, dataclasses.replace(cfg, p4_chunks=0, nd_fit=False, hb_fit=False), 132)
     assert off.NSP4 == 1 and off.ND == cfg.nd and off.HB == cfg.hb
+    # a few programs (a GPU partition, or one interpreted program) must not grow hb past one doubling: hb 2048
+    # needs 1.5 MB of shared memory
+    assert kernel.make_plan(8, 5, 1024, cfg, 1).HB == 2 * cfg.hb
+
+
+def test_plan_programs_decouple_the_plan_from_the_launch():
+    """plan_programs: the chunking and the one-wave fits follow it, the persistent grid does not. The CPU path
+    of `run` (one interpreted program) thus plans exactly as an H200 does for every official workload."""
+    task = load_task("075")
+    cpu = dataclasses.replace(kernel.DEFAULT_CONFIG, grid=1, plan_programs=kernel.H200_SMS)
+    for w in task.workloads:
+        a = w.axes
+        NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
+        gpu = kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, 132)
+        plan = kernel.make_plan(NI, T, S, cpu, 1)
+        assert plan.grid == 1 and dataclasses.replace(plan, grid=gpu.grid) == gpu
+    assert kernel.make_plan(1, 4, 4096, dataclasses.replace(kernel.DEFAULT_CONFIG, grid=1), 1).n_ch == 1
 
 
 def test_contraction_splits_add_phases_1a_and_6a():

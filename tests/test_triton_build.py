@@ -2,7 +2,7 @@
 
 The launches are the solution's own (recorded on meta tensors under the interpreter, see harness.aot), then
 compiled by Triton for each architecture in a process without the interpreter. Shapes cover each kernel's
-configurations (074: both M ranges of its config table; 075: 8 and 16 query-token builds; 077: one chunked
+configurations (074: both M ranges of its config table; 075: 4, 8 and 16 query-token builds; 077: one chunked
 image, whose kernels are the same for every size). 075's GPU-only constexprs (inline-PTX prefetches) are
 switched on here, since the CPU path leaves them off.
 """
@@ -27,6 +27,7 @@ SHAPES = {
     "075": [
         {"batch_size": 1, "point_batch_size": 2, "n_query_tokens": 5, "n_key_tokens": 1024},
         {"batch_size": 1, "point_batch_size": 1, "n_query_tokens": 16, "n_key_tokens": 100},
+        {"batch_size": 8, "point_batch_size": 2, "n_query_tokens": 4, "n_key_tokens": 4096},  # TPK7 4, hb 64
     ],
     "077": [{"batch_size": 2, "height": 64, "width": 64}],
 }
@@ -64,6 +65,27 @@ def test_capture_records_what_the_solution_launches():
     assert small.kwargs["num_warps"] == 8
     kinds = {arg.kind for arg in small.args}
     assert kinds <= {"tensor", "value"} and "tensor" in kinds
+
+
+def test_capture_of_075_records_the_h200_plan():
+    """075's CPU path launches one program but plans for an H200 (Config.plan_programs), so what `solbench
+    build` compiles carries the constexprs an H200 launch of each official workload uses."""
+    from harness.tasks import load_module
+
+    task = load_task("075")
+    (folder,) = (PROJECT_ROOT / "solutions").glob("075_*/triton_fused")
+    kernel = load_module(folder / "kernel.py", "_build_test075_kernel")
+    launches = capture_solution(folder)
+    assert len(launches) == len(task.workloads)
+    for workload, launch in zip(task.workloads, launches, strict=True):
+        a = workload.axes
+        NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
+        plan = kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, 132)
+        got = {k: launch.kwargs[k] for k in ("TPK", "TPK7", "NHALF", "ND", "NCB", "HB", "P4SPLIT")}
+        assert got == {
+            "TPK": plan.TPK, "TPK7": plan.TPK7, "NHALF": plan.NHALF, "ND": plan.ND, "NCB": plan.NCB,
+            "HB": plan.HB, "P4SPLIT": plan.NSP4 > 1,
+        }, workload.uuid  # fmt: skip
 
 
 def test_capture_needs_the_interpreter(monkeypatch):

@@ -50,6 +50,7 @@ import triton.language as tl
 
 C_HID = 256  # hidden width
 D_MLP = 2048
+H200_SMS = 132  # the programs the CPU path plans for (Config.plan_programs)
 RT = 16  # query rows per row tile
 SA_SCALE = tl.constexpr(1.4426950408889634 / math.sqrt(32.0))  # log2(e) / sqrt(head_dim 32)
 X_SCALE = tl.constexpr(0.25 * 1.4426950408889634)  # log2(e) / sqrt(head_dim 16)
@@ -1034,6 +1035,10 @@ class Config:
 
     mode: str = "persistent"  # "persistent" (one launch) or "multi" (one launch per phase)
     grid: int = 0  # persistent programs; 0: one per SM (they must all be co-resident)
+    # the programs the chunking and the one-wave fits (nd_fit, hb_fit) plan for; 0: the launch's (grid, or
+    # one per SM). `run` on the CPU launches one program but plans for an H200's 132, so that the interpreter
+    # and the recorded launches of `solbench build` take the H200's constexprs (HB, ND, NCB, P4SPLIT)
+    plan_programs: int = 0
     num_warps: int = 8
     num_stages: int = 1
     bs1: int = 16  # key tile of the t2i pass (32: 224 KB of shared memory for sm_90a, 256 KB for sm_100a)
@@ -1057,8 +1062,9 @@ class Config:
     # phase 4: halve nd (then fewer chunk parts) while its work items exceed the programs
     nd_fit: bool = True
     hb: int = 32  # MLP hidden block
-    # phase 5: double hb while its work items (row tiles x 2048 / hb) exceed the programs (hb 64 for the 3- and
-    # 4-row-tile workloads #1, #5, #6, #11: 4-5 % faster in session 6's sweep; geomean 122.3 -> 121.4 us)
+    # phase 5: double hb once when its work items (row tiles x 2048 / hb) exceed the programs (hb 64 for the 3-
+    # and 4-row-tile workloads #1, #5, #6, #11: 4-5 % faster in session 6's sweep; geomean 122.3 -> 121.4 us).
+    # Once: a few programs (a small GPU partition) would otherwise grow hb past what fits in shared memory
     hb_fit: bool = True
     kc: int = 64  # contraction piece of the query-side projections (a real loop over 256 / kc pieces)
     nc: int = 256  # output-column piece of the query-side [16, 256] products (< 256: a real loop, less code)
@@ -1237,6 +1243,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     # bs2 16: illegal address or wrong output_keys on the H200 (Triton 3.6, session 5)
     if cfg.bs2 not in (32, 64, 128):
         raise ValueError(f"bs2: expected 32, 64 or 128 (16-token i2t tiles fail on the H200), got {cfg.bs2}")
+    if cfg.plan_programs < 0:
+        raise ValueError(f"plan_programs: expected 0 (the launch's) or a count, got {cfg.plan_programs}")
     if cfg.p4_chunks < 0:
         raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
     NHALF = max(1, TPK // 8)  # 64-row halves of the 8 * TPK rows (one 32-row block with TPK 4)
@@ -1244,7 +1252,9 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     NG = -(-NI // IPB)
     R = NI * T
     NRT = -(-R // RT)
-    programs = max(1, cfg.grid or sms)
+    programs = max(1, cfg.grid or sms)  # launched (persistent mode)
+    launched = programs
+    programs = max(1, cfg.plan_programs or programs)  # planned for
     bs = max(cfg.bs1, cfg.bs2)
     per_item = max(1, int(cfg.waves * programs) // (NI * NHALF))  # t2i work items <= waves * programs
     ch = max(cfg.min_chunk, -(-S // per_item))
@@ -1260,9 +1270,9 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             nsp4 -= 1
     hb = cfg.hb
     if cfg.hb_fit:  # phase 5 in one wave: wider MLP blocks
-        while hb < D_MLP and NRT * (D_MLP // hb) > programs:
+        if hb < D_MLP and NRT * (D_MLP // hb) > programs:
             hb *= 2
-    grid = programs if cfg.mode == "persistent" else 0
+    grid = launched if cfg.mode == "persistent" else 0
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cfg.csplit, cfg.csplit1, grid,
         cfg.ksplit1, cfg.ksplit6, nsp4, max(cfg.tpk7_min, _next_pow2(T)),
@@ -1384,5 +1394,6 @@ def run(
     """Destination-passing entry point: every input in definition order, then both outputs."""
     arguments = list(locals().values())  # the parameters above, in order
     inputs, outputs = arguments[:-2], arguments[-2:]
-    cfg = DEFAULT_CONFIG if queries.is_cuda else replace(DEFAULT_CONFIG, grid=1)
+    # the CPU (interpreter, `solbench build`'s recording): one program, planned as on an H200
+    cfg = DEFAULT_CONFIG if queries.is_cuda else replace(DEFAULT_CONFIG, grid=1, plan_programs=H200_SMS)
     launch(inputs, outputs, cfg)
