@@ -358,12 +358,14 @@ def test_direct_launch_passes_every_parameter_in_order(monkeypatch):
 
 
 def test_direct_launch_is_off_without_compiled_kernels(monkeypatch):
-    # the interpreter's functions have no compiled kernels; a Triton version outside the checked range
-    # also takes the plain path
+    # the interpreter's functions have no compiled kernels; a Triton version that was not checked also takes
+    # the plain path (only the checked versions themselves, not those between them)
     plan = [(kernel._prologue_kernel, (1,), (), {})]
     if DEVICE == "cpu":
         assert not kernel._direct_launch_ok(plan)
-    monkeypatch.setattr(kernel, "_DIRECT_LAUNCH_TRITON", ((9, 0), (9, 9)))
+    for version, ok in (((3, 6), True), ((3, 7), False), ((3, 8), False), ((3, 9), True), ((3, 10), False)):
+        assert kernel._checked_triton(version) == ok, version
+    monkeypatch.setattr(kernel, "_DIRECT_LAUNCH_TRITON", frozenset({(9, 0)}))
     assert not kernel._direct_launch_ok(plan)
     args = _inputs(1, 5, 9, seed=1)
     out = torch.empty_like(args[0])

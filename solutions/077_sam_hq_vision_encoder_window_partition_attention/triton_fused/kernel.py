@@ -591,8 +591,9 @@ Launch = tuple  # (triton.JITFunction, grid, args, kwargs)
 #: Issue a call's launches through the compiled kernels' own launchers (see _direct_launchers); False: the
 #: plain `fn[grid](...)` path for every launch.
 DIRECT_LAUNCH = True
-#: Triton versions whose launch protocol (`CompiledKernel[grid](*all parameters, stream=)`) was checked.
-_DIRECT_LAUNCH_TRITON = ((3, 6), (3, 9))
+#: Triton versions whose launch protocol (`CompiledKernel[grid](*all parameters, stream=)`) was checked: these
+#: exactly (3.6 on the H200, 3.9 here), not the versions between them.
+_DIRECT_LAUNCH_TRITON = frozenset({(3, 6), (3, 9)})
 _TRITON_VERSION = tuple(int(v) for v in triton.__version__.split(".")[:2])
 _SIGNATURES: dict = {}  # kernel -> [(parameter name, default)]
 _EMPTY = inspect.Parameter.empty
@@ -606,8 +607,12 @@ def _direct_launch_ok(plan: list[Launch]) -> bool:
 
     if not DIRECT_LAUNCH or not plan or not isinstance(plan[0][0], JITFunction):
         return False  # the interpreter's functions (InterpretedFunction) compile nothing
-    lo, hi = _DIRECT_LAUNCH_TRITON
-    return lo <= _TRITON_VERSION <= hi
+    return _checked_triton(_TRITON_VERSION)
+
+
+def _checked_triton(version: tuple) -> bool:
+    """A (major, minor) Triton version whose launch protocol was checked: exactly those listed."""
+    return version in _DIRECT_LAUNCH_TRITON
 
 
 def _parameters(fn, args: tuple, kwargs: dict) -> list:
