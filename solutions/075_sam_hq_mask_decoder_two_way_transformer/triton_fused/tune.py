@@ -216,6 +216,11 @@ VARIANTS: dict[str, Config] = {
     "r13_nd4": dataclasses.replace(BASE, nd=4),
     "r13_hb64": dataclasses.replace(BASE, hb=64),
     "r13_pf2": dataclasses.replace(BASE, prefetch_dist=2),
+    # round 14 (on BASE): one warpgroup per program. With 8 warps phase 3's [64, 16] score product is laid out
+    # over 8 warps along M (128 rows): both warpgroups compute it, each as two n8 chains of 32 wgmma; with 4
+    # warps it is one chain of 32 and phase 3 has no spills (sm_90a, 3.9), while phase 7 spills 272 B
+    "nw4": dataclasses.replace(BASE, num_warps=4),
+    "nw4_ks4": dataclasses.replace(BASE, num_warps=4, stages1=4),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
