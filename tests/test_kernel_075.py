@@ -161,7 +161,7 @@ CASES = {
         dict(grid=1, waves=40.0, hb=512, p4_chunks=2, nd=2, nd_fit=False),
     ),  # fmt: skip
     # 4 key-side rows per head (T <= 4): a key pass on 32 rows, both modes, with and without padding rows, on
-    # one side or both; phase 7 pipelined (its tiles forwards)
+    # one side or both
     "persistent-tpk4-T4": (1, 2, 4, 70, False, dict(grid=1, hb=512, tpk_min=4, tpk7_min=4, bs2=64)),
     "multi-tpk4-T3": (
         2,
@@ -171,11 +171,7 @@ CASES = {
         True,
         dict(mode="multi", grid=40, hb=512, tpk_min=4, tpk7_min=8, min_chunk=16, ncb=2),
     ),
-    "persistent-tpk7-stages7-T2": (1, 3, 2, 90, False, dict(grid=1, hb=512, tpk7_min=4, stages7=2)),
-    "multi-stages7-T6": (1, 2, 6, 100, True, dict(mode="multi", grid=40, hb=512, tpk7_min=4, stages7=3)),
-    # phase 7 in 32-row blocks: two held in shared memory (TPK 8), four re-read per tile (TPK 16)
-    "persistent-rows7-T6": (1, 2, 6, 50, False, dict(grid=1, hb=512, rows7=32)),
-    "multi-rows7-T11": (1, 1, 11, 40, True, dict(mode="multi", grid=40, hb=512, rows7=32)),
+    "persistent-tpk7-T2": (1, 3, 2, 90, False, dict(grid=1, hb=512)),
     "multi-T5-compact": (1, 1, 5, 80, False, dict(mode="multi", grid=40, hb=512, nc=64, kc=16, min_chunk=64)),
     # cp.async pipelines (num_stages; the interpreter runs the loops plainly), phase 7 re-reading its key tile,
     # phases 1, 2 and 6 split by output columns
@@ -271,7 +267,6 @@ def test_plans_for_official_workloads(task):
         ("tpk_min", 2),
         ("tpk7_min", 16),
         ("plan_programs", -1),
-        ("rows7", 16),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):

@@ -730,34 +730,26 @@ def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constex
 def _ph7_i2t_pass(
     w, live, k_ptr, kp_ptr, a2, c2, vwb, vws, bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, PF_DIST: tl.constexpr, RN: tl.constexpr,
-    V3: tl.constexpr, RK: tl.constexpr = 0, KS: tl.constexpr = 1, R7: tl.constexpr = 64,
+    V3: tl.constexpr, RK: tl.constexpr = 0,
 ):  # fmt: skip
     M8: tl.constexpr = 8 * TPK
-    RB: tl.constexpr = M8 if M8 < R7 else R7  # rows per block: R7 (64 or 32), or all 32 of TPK 4
-    NH: tl.constexpr = M8 // RB  # blocks of the [8 heads x TPK] rows
-    HOLD: tl.constexpr = M8 <= 64  # every block's operands stay in shared memory for the whole chunk
+    NH: tl.constexpr = (M8 + 63) // 64  # 64-row halves of the [8 heads x TPK] rows (2 when T > 8)
+    RB: tl.constexpr = M8 // NH  # rows per half: 64, or 32 (TPK 4)
     item = w // n_ch
     ch = w % n_ch
     c = tl.arange(0, C)
     j0 = tl.arange(0, RB)
     jv0 = ((j0 % TPK) < T) & live
-    if HOLD:
+    if NH == 1:  # the operands stay in shared memory for the whole chunk
         a, cb, vb, vs = _i2t_operands(a2, c2, vwb, vws, item, j0, jv0, C, M8, V3)
-        if NH == 2:  # R7 32 with TPK 8: two 32-row blocks
-            j1 = RB + j0
-            jv1 = ((j1 % TPK) < T) & live
-            a_1, cb_1, vb_1, vs_1 = _i2t_operands(a2, c2, vwb, vws, item, j1, jv1, C, M8, V3)
     bo_c = tl.load(bo + c, mask=live, other=0.0)
     lw = tl.load(ln4w + c, mask=live, other=0.0)
     lb = tl.load(ln4b + c, mask=live, other=0.0)
     s0 = ch * CH
     s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)  # a dry run does one tile
     n_t = tl.cdiv(s1 - s0, BS)
-    for it in tl.range(0, n_t, num_stages=KS):  # KS > 1: cp.async software pipeline, tiles forwards
-        if KS > 1:
-            st = s0 + it * BS
-        else:
-            st = s0 + (n_t - 1 - it) * BS  # last tiles first: those phase 3 read most recently (L2)
+    for it in range(0, n_t):
+        st = s0 + (n_t - 1 - it) * BS  # last tiles first: those phase 3 read most recently (L2)
         if PF_DIST > 0:
             _prefetch_tokens(k_ptr, kp_ptr, item, S, st - PF_DIST * BS, s0, s1, BS, C)
         tok = st + tl.arange(0, BS)
@@ -773,11 +765,9 @@ def _ph7_i2t_pass(
             o = tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".ca") + bo_c[:, None]
         else:
             o = tl.zeros([C, BS], tl.float32)
-        if HOLD:
+        if NH == 1:
             o = _i2t_half(xt, a, cb, jv0, vb, vs, o, TPK, BS, RN, V3, RB)
-            if NH == 2:
-                o = _i2t_half(xt, a_1, cb_1, jv1, vb_1, vs_1, o, TPK, BS, RN, V3, RB)
-        else:  # T > 8: the blocks' operands do not fit in shared memory together; re-read per tile
+        else:  # T > 8: the two halves' operands do not fit in shared memory together; re-read per tile
             for hf in tl.static_range(NH):
                 jh = hf * RB + j0
                 jvh = ((jh % TPK) < T) & live
@@ -811,7 +801,7 @@ def _two_way_kernel(
     MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, INSTR: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr,
     NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
-    KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, KS7: tl.constexpr, R7: tl.constexpr,
+    KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..9: that phase only,
     one work item per program (8 and 9: phases 1a and 6a, with KP1 / KP6 > 1)."""
@@ -915,7 +905,7 @@ def _two_way_kernel(
             if pid == (G - 6) % G:
                 _ph7_i2t_pass(
                     0, False, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                    C, TPK7, BS2, PF_DIST, RN, V3, RK, KS7, R7,
+                    C, TPK7, BS2, PF_DIST, RN, V3, RK,
                 )  # fmt: skip
 
     if KP1 > 1:
@@ -1015,7 +1005,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph7_i2t_pass(
                 w, True, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                C, TPK7, BS2, PF_DIST, RN, V3, RK, KS7, R7,
+                C, TPK7, BS2, PF_DIST, RN, V3, RK,
             )  # fmt: skip
             _item_done(sync, 7, times, G, NMAX, 7, w, t0, False, INSTR)  # (phase 7 is not counted)
 
@@ -1053,7 +1043,6 @@ class Config:
     # mma.sync with the A1 operand in registers: spills; #6 phase 3 117 -> 175 us)
     tpk_min: int = 8
     tpk7_min: int = 4
-    rows7: int = 64  # phase 7's row blocks (32: two blocks of 4 heads with TPK 8; mma.sync score products)
     min_chunk: int = 32  # fewest key tokens per chunk
     waves: float = 1.0  # key chunks (t2i pass work items) per program
     nd: int = 8  # phase-4 channel slices (256 / nd channels each; 4 until session 4)
@@ -1085,12 +1074,10 @@ class Config:
     v_terms: int = 2  # i2t values: 2 (VW rounded to TF32, p split) or 3 (3xTF32: +64 KB shared memory)
     tf32_rn: bool = True  # round key-side tensor-core operands to nearest (False: the tensor core truncates)
     # cp.async software pipelines (tl.range num_stages; 1: plain loads). Shared memory grows by a tile per
-    # stage: check the 227 KB limit.
+    # stage: check the 227 KB limit. Phase 7 is not pipelined: with TPK 8 two stages of 32-token tiles need
+    # 229 KB (sm_90a); with TPK7 4 and reload_k 0 they fit but were slower (session 6: 126.2 against 122.3 us;
+    # 262 KB with reload_k 2 on the H200's Triton 3.6). 16-token i2t tiles fail on the H200 (bs2). NOTES.md.
     stages1: int = 3  # phase-3 (t2i key pass) tile loop
-    # phase-7 tile loop (> 1: tiles forwards). With TPK 8, two stages of 32-token tiles need 229 KB (sm_90a);
-    # with tpk7_min 4 and reload_k 0 they fit (H200, Triton 3.6: 229 KB with reload_k 0, 262 KB with 2) but
-    # were slower in session 6 (126.2 against 122.3 us). 16-token i2t tiles fail on the H200 (bs2).
-    stages7: int = 1
     qstages: int = 4  # query-side K loops (phases 1, 2, 5, 6): cp.async pipeline depth over the kc pieces
     cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
     # phase 7: 0 keeps the key tile live for the residual; 1/2 re-read it (L2) before/after the dots
@@ -1220,8 +1207,6 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     for name in ("tpk_min", "tpk7_min"):
         if getattr(cfg, name) not in (4, 8):
             raise ValueError(f"{name}: expected 4 or 8, got {getattr(cfg, name)}")
-    if cfg.rows7 not in (32, 64):
-        raise ValueError(f"rows7: expected 32 or 64, got {cfg.rows7}")
     TPK = max(cfg.tpk_min, _next_pow2(T))
     if cfg.hb < 16 or D_MLP % cfg.hb or cfg.hb & (cfg.hb - 1):
         raise ValueError(f"hb: expected a power of two in 16..2048, got {cfg.hb}")
@@ -1255,9 +1240,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     NG = -(-NI // IPB)
     R = NI * T
     NRT = -(-R // RT)
-    programs = max(1, cfg.grid or sms)  # launched (persistent mode)
-    launched = programs
-    programs = max(1, cfg.plan_programs or programs)  # planned for
+    launched = max(1, cfg.grid or sms)  # persistent mode
+    programs = max(1, cfg.plan_programs or launched)  # what the chunking and the fits plan for
     bs = max(cfg.bs1, cfg.bs2)
     per_item = max(1, int(cfg.waves * programs) // (NI * NHALF))  # t2i work items <= waves * programs
     ch = max(cfg.min_chunk, -(-S // per_item))
@@ -1361,8 +1345,6 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         KP6=plan.KP6,
         P4SPLIT=plan.NSP4 > 1,
         TPK7=plan.TPK7,
-        KS7=cfg.stages7,
-        R7=cfg.rows7,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

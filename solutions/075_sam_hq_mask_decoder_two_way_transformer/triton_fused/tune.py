@@ -61,7 +61,7 @@ BASE = kernel.DEFAULT_CONFIG
 # (13661ab: S5 with the round-7 column splits); session 5's steps Q1 = 38e6502 (one TF32 product on the query
 # side) and K = 5a919cf (phases 1a and 6a); B5 = 35570dc (phase 4 split over chunk parts, nd_fit), the base of
 # rounds 10 and 11; BASE = the shipped defaults (session 6: tpk7_min 4, hb_fit).
-B5 = dataclasses.replace(BASE, tpk7_min=8, hb_fit=False, stages7=1, rows7=64)
+B5 = dataclasses.replace(BASE, tpk7_min=8, hb_fit=False)
 S6 = dataclasses.replace(B5, q_terms=3, ksplit1=1, ksplit6=1, p4_chunks=0, nd_fit=False)
 Q1 = dataclasses.replace(S6, q_terms=1)
 K = dataclasses.replace(Q1, ksplit1=4, ksplit6=4)
@@ -197,16 +197,13 @@ VARIANTS: dict[str, Config] = {
     "b_hb16": dataclasses.replace(B5, hb=16),
     "b5": B5,
     # session 6, round 11 (on B5): phase 5 fitted to one wave; 4 key-side rows per head for T <= 4 (the i2t
-    # side, then both), phase 7 pipelined (fits only with tpk7_min 4: A2 and VW^T take half the shared memory)
+    # side, then both). Also run, with knobs removed since (NOTES.md): phase 7 pipelined (stages7 2, with
+    # reload_k 0 too); round 12: phase 7 in 32-row blocks for TPK 8 (rows7 32)
     "hbfit": dataclasses.replace(B5, hb_fit=True),
     "t7": dataclasses.replace(B5, tpk7_min=4),
     "t4": dataclasses.replace(B5, tpk_min=4, tpk7_min=4),
-    "t7_s2": dataclasses.replace(B5, tpk7_min=4, stages7=2),  # sm_90a (3.9) phase 7 alone: 196 KB
-    "t7_s2_rk0": dataclasses.replace(B5, tpk7_min=4, stages7=2, reload_k=0),  # 164 KB
     "t7_hbfit": dataclasses.replace(B5, tpk7_min=4, hb_fit=True),
-    "t7_s2_hbfit": dataclasses.replace(B5, tpk7_min=4, stages7=2, hb_fit=True),
-    # round 12 (on BASE): phase 7 in 32-row blocks for TPK 8 too (sm_90a, 3.9: 920 B stack), 64-token i2t tiles
-    "r32": dataclasses.replace(BASE, rows7=32),
+    # round 12 (on BASE): 64-token i2t tiles
     "bs64": dataclasses.replace(BASE, bs2=64),
     # round 13 (on BASE): the older knobs again, now that phase 7 of T <= 4 is shorter ("w2" above too)
     "r13_mc64": dataclasses.replace(BASE, min_chunk=64),
