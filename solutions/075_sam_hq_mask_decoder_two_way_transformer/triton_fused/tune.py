@@ -218,6 +218,10 @@ VARIANTS: dict[str, Config] = {
     # warps it is one chain of 32 and phase 3 has no spills (sm_90a, 3.9), while phase 7 spills 272 B
     "nw4": dataclasses.replace(BASE, num_warps=4),
     "nw4_ks4": dataclasses.replace(BASE, num_warps=4, stages1=4),
+    # round 15 (on BASE, the T = 4 workloads): phase 7 on 32 rows has registers to spare (178, sm_90a 3.9):
+    # keep the key tile live for the residual (reload_k 0) or re-read it before the dots (1)
+    "rk0": dataclasses.replace(BASE, reload_k=0),
+    "rk1": dataclasses.replace(BASE, reload_k=1),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
