@@ -205,11 +205,10 @@ VARIANTS: dict[str, Config] = {
     "t7_hbfit": dataclasses.replace(B5, tpk7_min=4, hb_fit=True),
     # round 12 (on BASE): 64-token i2t tiles
     "bs64": dataclasses.replace(BASE, bs2=64),
-    # round 13 (on BASE): the older knobs again, now that phase 7 of T <= 4 is shorter ("w2" above too)
-    "r13_mc64": dataclasses.replace(BASE, min_chunk=64),
+    # round 13 (on BASE): the older knobs again, now that phase 7 of T <= 4 is shorter (with "w2", "mc64" and
+    # "ncb4" above, which are already those knobs on BASE)
     "r13_ks2": dataclasses.replace(BASE, stages1=2),
     "r13_ks4": dataclasses.replace(BASE, stages1=4),
-    "r13_ncb4": dataclasses.replace(BASE, ncb=4),
     "r13_nd4": dataclasses.replace(BASE, nd=4),
     "r13_hb64": dataclasses.replace(BASE, hb=64),
     "r13_pf2": dataclasses.replace(BASE, prefetch_dist=2),
