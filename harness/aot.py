@@ -216,6 +216,9 @@ def build_launches(launches: Sequence[Launch], arch: int, *, timeout: float = 18
 
 
 ARCH_TAGS = {"sm_90a": 90, "sm_100a": 100}
+#: Set to the arch tag while a solution's launches are recorded for that architecture: a CPU path that plans
+#: for a GPU it does not have (075: SM count, pipeline depth that fits the shared memory) reads it.
+TARGET_ARCH_ENV = "SOLBENCH_TARGET_ARCH"
 
 
 def capture_solution(
@@ -248,6 +251,27 @@ def _capture_main(folder: str, prefixes: list[str], out: str) -> None:
     Path(out).write_bytes(pickle.dumps(capture_solution(Path(folder), prefixes)))
 
 
+def _capture_for(folder: Path, prefixes: Sequence[str], arch: str) -> list[Launch]:
+    """The solution's launches recorded in a child process (interpreter on) that targets `arch`."""
+    import tempfile
+
+    from harness import child_env
+    from harness.errors import BuildError
+
+    env = child_env(TRITON_INTERPRET="1", **{TARGET_ARCH_ENV: arch})
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "launches.pkl"
+        code = f"from harness.aot import _capture_main; _capture_main({str(folder)!r}, {list(prefixes)!r}, {str(out)!r})"
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
+            raise BuildError(f"{folder}: recording the launches failed: {tail[0][-300:]}")
+        launches = pickle.loads(out.read_bytes())
+    if not launches:
+        raise BuildError(f"{folder}: the solution launched no Triton kernel")
+    return launches
+
+
 def check_solution_build(
     folder: Path, archs: Sequence[str], prefixes: Sequence[str] = ()
 ) -> list[dict[str, Any]]:
@@ -260,7 +284,6 @@ def check_solution_build(
     """
     import tempfile
 
-    from harness import child_env
     from harness.build import compile_only, cpp_sources
     from harness.errors import BuildError, HarnessError
     from harness.solution import read_solution_dir
@@ -284,19 +307,8 @@ def check_solution_build(
                     except BuildError as exc:
                         rows.append({**row, "ok": False, "problem": str(exc).splitlines()[-1][-300:]})
         return rows
-    env = child_env(TRITON_INTERPRET="1")
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "launches.pkl"
-        code = f"from harness.aot import _capture_main; _capture_main({str(folder)!r}, {list(prefixes)!r}, {str(out)!r})"
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-        if proc.returncode != 0:
-            tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
-            raise BuildError(f"{folder}: recording the launches failed: {tail[0][-300:]}")
-        launches = pickle.loads(out.read_bytes())
-    if not launches:
-        raise BuildError(f"{folder}: the solution launched no Triton kernel")
-    for arch in archs:
-        for built in build_launches(launches, ARCH_TAGS[arch]):
+    for arch in archs:  # recorded per architecture: a solution may plan differently for each
+        for built in build_launches(_capture_for(folder, prefixes, arch), ARCH_TAGS[arch]):
             problem = built.get("error", "")
             if not problem and built["shared"] > SHARED_LIMIT[built["arch"]]:
                 problem = f"shared memory {built['shared']} B > {SHARED_LIMIT[built['arch']]} B"

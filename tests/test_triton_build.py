@@ -14,7 +14,14 @@ import os
 import pytest
 
 from harness import PROJECT_ROOT
-from harness.aot import REGISTER_LIMIT, SHARED_LIMIT, build_launches, capture_launches, capture_solution
+from harness.aot import (
+    REGISTER_LIMIT,
+    SHARED_LIMIT,
+    TARGET_ARCH_ENV,
+    build_launches,
+    capture_launches,
+    capture_solution,
+)
 from harness.schema import Workload
 from harness.tasks import load_task
 
@@ -34,11 +41,14 @@ SHAPES = {
 GPU_ONLY = {"075": {"PF_W": True, "PF_TOK": 32, "PF_DIST": 2}}  # what a CUDA launch sets (see kernel.py)
 
 
-def _launches(task_id: str):
+def _launches(task_id: str, arch: str = "sm_90a"):
+    """The launches recorded with the solution targeting `arch` (TARGET_ARCH_ENV, as `solbench build` sets)."""
     task = load_task(task_id)
     (folder,) = (PROJECT_ROOT / "solutions").glob(f"{task_id}_*/triton_fused")
     workloads = [Workload(uuid="aot", axes=axes, inputs=task.workloads[0].inputs) for axes in SHAPES[task_id]]
-    launches = capture_solution(folder, workloads=workloads)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(TARGET_ARCH_ENV, arch)
+        launches = capture_solution(folder, workloads=workloads)
     for launch in launches:
         launch.kwargs.update({k: v for k, v in GPU_ONLY.get(task_id, {}).items() if k in launch.kwargs})
     return launches
@@ -47,7 +57,7 @@ def _launches(task_id: str):
 @pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("task_id", list(SHAPES))
 def test_triton_solution_builds(task_id, arch):
-    launches = _launches(task_id)
+    launches = _launches(task_id, f"sm_{arch}a")
     assert launches, "the solution launched no kernel"
     builds = build_launches(launches, arch)
     assert builds
@@ -81,11 +91,39 @@ def test_capture_of_075_records_the_h200_plan():
         a = workload.axes
         NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
         plan = kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, 132)
-        got = {k: launch.kwargs[k] for k in ("TPK", "TPK7", "NHALF", "ND", "NCB", "HB", "P4SPLIT")}
+        got = {k: launch.kwargs[k] for k in ("TPK", "TPK7", "NHALF", "ND", "NCB", "HB", "P4SPLIT", "KS1")}
         assert got == {
             "TPK": plan.TPK, "TPK7": plan.TPK7, "NHALF": plan.NHALF, "ND": plan.ND, "NCB": plan.NCB,
-            "HB": plan.HB, "P4SPLIT": plan.NSP4 > 1,
+            "HB": plan.HB, "P4SPLIT": plan.NSP4 > 1, "KS1": 3,
         }, workload.uuid  # fmt: skip
+
+
+def test_capture_of_075_for_sm_100a_plans_for_a_b200(monkeypatch):
+    """Recorded for sm_100a (what `solbench build --arch sm_100a` sets), 075 plans for a B200's 148 SMs and
+    pipelines phase 3 over 2 stages (3 need 233 KB of shared memory there, over the 227 KB limit)."""
+    from harness.tasks import load_module
+
+    (folder,) = (PROJECT_ROOT / "solutions").glob("075_*/triton_fused")
+    kernel = load_module(folder / "kernel.py", "_build_test075_kernel_b200")
+    task = load_task("075")
+    monkeypatch.setenv(TARGET_ARCH_ENV, "sm_100a")
+    launches = capture_solution(folder)
+    names = ("TPK", "TPK7", "NHALF", "ND", "NCB", "HB")
+    differs = False
+    for workload, launch in zip(task.workloads, launches, strict=True):
+        a = workload.axes
+        NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
+        b200, h200 = (kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, n) for n in (148, 132))
+        assert launch.kwargs["KS1"] == 2, workload.uuid
+        assert {k: launch.kwargs[k] for k in names} == {k: getattr(b200, k) for k in names}, workload.uuid
+        values = [arg.data[0] for arg in launch.args if arg.kind == "value"]
+        pairs = list(zip(values, values[1:], strict=False))
+        assert (b200.n_ch, b200.CH) in pairs, workload.uuid  # the key chunking (runtime scalars)
+        differs |= (b200.n_ch, b200.CH) != (h200.n_ch, h200.CH)
+    assert differs  # the SM count changes the chunking of some official workload (#6, #11)
+    monkeypatch.setenv(TARGET_ARCH_ENV, "sm_80")
+    with pytest.raises(ValueError, match=TARGET_ARCH_ENV):
+        capture_solution(folder, workloads=task.workloads[:1])
 
 
 def test_capture_needs_the_interpreter(monkeypatch):

@@ -45,6 +45,7 @@ annotations` here: @triton.jit reads the real `tl.constexpr` annotations.
 """
 
 import math
+import os
 from dataclasses import dataclass, replace
 
 import torch
@@ -53,7 +54,11 @@ import triton.language as tl
 
 C_HID = 256  # hidden width
 D_MLP = 2048
-H200_SMS = 132  # the programs the CPU path plans for (Config.plan_programs)
+H200_SMS = 132  # the programs the CPU path plans for (Config.plan_programs) when it targets sm_90a
+#: The CPU path (interpreter; `solbench build`'s recording) plans for a GPU it does not have: the target named
+#: by this environment variable (the harness sets it per architecture it builds for), sm_90a by default.
+TARGET_ARCH_ENV = "SOLBENCH_TARGET_ARCH"
+TARGETS = {"sm_90a": (9, H200_SMS), "sm_100a": (10, 148)}  # (compute capability major, SMs: H200, B200)
 RT = 16  # query rows per row tile
 SA_SCALE = tl.constexpr(1.4426950408889634 / math.sqrt(32.0))  # log2(e) / sqrt(head_dim 32)
 X_SCALE = tl.constexpr(0.25 * 1.4426950408889634)  # log2(e) / sqrt(head_dim 16)
@@ -435,8 +440,11 @@ def _ph2_ln1_t2i_fold(
 def _ph3_t2i_pass(
     w, live, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, NHALF: tl.constexpr, PF_DIST: tl.constexpr,
-    RN: tl.constexpr, KS: tl.constexpr = 1,
+    RN: tl.constexpr, KS: tl.constexpr = 1, ACC_T: tl.constexpr = False,
 ):  # fmt: skip
+    """ACC_T: the running sum kept transposed, acc^T [C, RB] += k^T [C, BS] @ p^T [BS, RB] (the key tile as
+    the register operand, p^T the shared-memory one), instead of acc [RB, C] += p @ k (k^T through shared
+    memory as the B operand)."""
     M8: tl.constexpr = 8 * TPK
     RB: tl.constexpr = M8 // NHALF  # rows per work item: 64, or 32 (TPK 4)
     half = w % NHALF
@@ -450,7 +458,10 @@ def _ph3_t2i_pass(
     cb = tl.load(c1 + item * M8 + j, mask=jv, other=0.0)
     m = tl.full([RB], _NEG, tl.float32)
     l_sum = tl.zeros([RB], tl.float32)
-    acc = tl.zeros([RB, C], tl.float32)
+    if ACC_T:
+        acc = tl.zeros([C, RB], tl.float32)
+    else:
+        acc = tl.zeros([RB, C], tl.float32)
     s0 = ch * CH
     s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)  # a dry run does one tile
     for st in tl.range(s0, s1, BS, num_stages=KS):  # KS > 1: cp.async software pipeline
@@ -467,14 +478,22 @@ def _ph3_t2i_pass(
         alpha = tl.exp2(m - m_new)
         p = tl.exp2(s - m_new[:, None])
         l_sum = l_sum * alpha + tl.sum(p, 1)
-        acc = tl.dot(
-            _tf32_rn(p, RN), tl.trans(_tf32_rn(kt, RN)), acc * alpha[:, None], input_precision="tf32"
-        )
+        if ACC_T:
+            acc = tl.dot(
+                _tf32_rn(kt, RN), tl.trans(_tf32_rn(p, RN)), acc * alpha[None, :], input_precision="tf32"
+            )
+        else:
+            acc = tl.dot(
+                _tf32_rn(p, RN), tl.trans(_tf32_rn(kt, RN)), acc * alpha[:, None], input_precision="tf32"
+            )
         m = m_new
     base = ic * M8 + j
     tl.store(pm + base, m, mask=jv)
     tl.store(pl + base, l_sum, mask=jv)
-    tl.store(pacc + base[:, None] * C + c[None, :], acc, mask=jv[:, None])
+    if ACC_T:
+        tl.store(pacc + base[None, :] * C + c[:, None], acc, mask=jv[None, :])
+    else:
+        tl.store(pacc + base[:, None] * C + c[None, :], acc, mask=jv[:, None])
 
 
 @triton.jit
@@ -801,7 +820,7 @@ def _two_way_kernel(
     MAXSPIN: tl.constexpr, SPIN_NS: tl.constexpr, INSTR: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr,
     NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
-    KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr,
+    KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..9: that phase only,
     one work item per program (8 and 9: phases 1a and 6a, with KP1 / KP6 > 1)."""
@@ -887,6 +906,7 @@ def _two_way_kernel(
                     PF_DIST,
                     RN,
                     KS1,
+                    ACC_T,
                 )
             if pid == (G - 3) % G:
                 _ph4_t2i_combine(
@@ -947,7 +967,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph3_t2i_pass(
                 w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
-                C, TPK, BS1, NHALF, PF_DIST, RN, KS1,
+                C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T,
             )  # fmt: skip
             _item_done(sync, 2, times, G, NMAX, 3, w, t0, PERSIST, INSTR)
     if PERSIST:
@@ -1034,7 +1054,8 @@ class Config:
     plan_programs: int = 0
     num_warps: int = 8
     num_stages: int = 1
-    bs1: int = 16  # key tile of the t2i pass (32: 224 KB of shared memory for sm_90a, 256 KB for sm_100a)
+    # key tile of the t2i pass: 32 since session 7 (with acc_t: 224 KB of shared memory, sm_90a; 16 before)
+    bs1: int = 32
     bs2: int = 32  # key tile of the i2t pass (16 before 2026-11-29: 32 is 2.7 % faster in the official run)
     # key-side rows per head, max(tpk_min, next power of two >= T), of the t2i side (A1 and the chunk partials:
     # phases 2-4) and of the i2t side (A2, VW: phases 6, 7). 4 lets T <= 4 run a key pass on 8 x 4 = 32 rows
@@ -1077,7 +1098,12 @@ class Config:
     # stage: check the 227 KB limit. Phase 7 is not pipelined: with TPK 8 two stages of 32-token tiles need
     # 229 KB (sm_90a); with TPK7 4 and reload_k 0 they fit but were slower (session 6: 126.2 against 122.3 us;
     # 262 KB with reload_k 2 on the H200's Triton 3.6). 16-token i2t tiles fail on the H200 (bs2). NOTES.md.
-    stages1: int = 3  # phase-3 (t2i key pass) tile loop
+    # phase-3 (t2i key pass) tile loop; 0: 3 on sm_90 (224 KB of shared memory with bs1 32), 2 elsewhere (sm_100a
+    # needs 233 KB for 3 stages, over its 227 KB)
+    stages1: int = 0
+    # phase 3 keeps its running sum transposed (k^T as the register operand; see _ph3_t2i_pass). Session 7
+    # (H200): with bs1 32 the geomean goes from 121.8 to 113.6 us (#6 phase-3 item 118 -> 66 us); alone 134.2
+    acc_t: bool = True
     qstages: int = 4  # query-side K loops (phases 1, 2, 5, 6): cp.async pipeline depth over the kc pieces
     cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
     # phase 7: 0 keeps the key tile live for the residual; 1/2 re-read it (L2) before/after the dots
@@ -1104,6 +1130,22 @@ _ACCS: dict[tuple, torch.Tensor] = {}
 
 def _next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
+
+
+def _target() -> tuple[int, int]:
+    """(compute capability major, SMs) of the GPU the CPU path plans for (TARGET_ARCH_ENV)."""
+    tag = os.environ.get(TARGET_ARCH_ENV, "sm_90a")
+    if tag not in TARGETS:
+        raise ValueError(f"{TARGET_ARCH_ENV}: expected one of {', '.join(TARGETS)}, got {tag!r}")
+    return TARGETS[tag]
+
+
+def _stages1(cfg: Config, device: torch.device) -> int:
+    """Phase 3's pipeline depth: cfg.stages1, or by the architecture (3 stages fit sm_90's shared memory)."""
+    if cfg.stages1:
+        return cfg.stages1
+    major = torch.cuda.get_device_capability(device)[0] if device.type == "cuda" else _target()[0]
+    return 3 if major == 9 else 2
 
 
 def _sm_count(device: torch.device) -> int:
@@ -1333,7 +1375,8 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         INSTR=instr,
         RN=cfg.tf32_rn,
         V3=cfg.v_terms == 3,
-        KS1=cfg.stages1,
+        KS1=_stages1(cfg, device),
+        ACC_T=cfg.acc_t,
         QS=cfg.qstages,
         CS=cfg.cstages,
         RK=cfg.reload_k,
@@ -1379,6 +1422,6 @@ def run(
     """Destination-passing entry point: every input in definition order, then both outputs."""
     arguments = list(locals().values())  # the parameters above, in order
     inputs, outputs = arguments[:-2], arguments[-2:]
-    # the CPU (interpreter, `solbench build`'s recording): one program, planned as on an H200
-    cfg = DEFAULT_CONFIG if queries.is_cuda else replace(DEFAULT_CONFIG, grid=1, plan_programs=H200_SMS)
+    # the CPU (interpreter, `solbench build`'s recording): one program, planned as on the target GPU
+    cfg = DEFAULT_CONFIG if queries.is_cuda else replace(DEFAULT_CONFIG, grid=1, plan_programs=_target()[1])
     launch(inputs, outputs, cfg)

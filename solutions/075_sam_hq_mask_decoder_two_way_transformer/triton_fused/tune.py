@@ -60,8 +60,10 @@ BASE = kernel.DEFAULT_CONFIG
 # 84a0320 (sessions 2-3), S4 = session 4 round 3's winner, S5 = round 4's, S6 = session 4's final defaults
 # (13661ab: S5 with the round-7 column splits); session 5's steps Q1 = 38e6502 (one TF32 product on the query
 # side) and K = 5a919cf (phases 1a and 6a); B5 = 35570dc (phase 4 split over chunk parts, nd_fit), the base of
-# rounds 10 and 11; BASE = the shipped defaults (session 6: tpk7_min 4, hb_fit).
-B5 = dataclasses.replace(BASE, tpk7_min=8, hb_fit=False)
+# rounds 10 and 11; B6 = 54dc7a1 (session 6: tpk7_min 4, hb_fit), the base of rounds 12-17; BASE = the shipped
+# defaults (session 7: acc_t, bs1 32, stages1 by architecture: 3 on the H200).
+B6 = dataclasses.replace(BASE, acc_t=False, bs1=16, stages1=3)
+B5 = dataclasses.replace(B6, tpk7_min=8, hb_fit=False)
 S6 = dataclasses.replace(B5, q_terms=3, ksplit1=1, ksplit6=1, p4_chunks=0, nd_fit=False)
 Q1 = dataclasses.replace(S6, q_terms=1)
 K = dataclasses.replace(Q1, ksplit1=4, ksplit6=4)
@@ -203,24 +205,38 @@ VARIANTS: dict[str, Config] = {
     "t7": dataclasses.replace(B5, tpk7_min=4),
     "t4": dataclasses.replace(B5, tpk_min=4, tpk7_min=4),
     "t7_hbfit": dataclasses.replace(B5, tpk7_min=4, hb_fit=True),
-    # round 12 (on BASE): 64-token i2t tiles
-    "bs64": dataclasses.replace(BASE, bs2=64),
-    # round 13 (on BASE): the older knobs again, now that phase 7 of T <= 4 is shorter (with "w2", "mc64" and
-    # "ncb4" above, which are already those knobs on BASE)
-    "r13_ks2": dataclasses.replace(BASE, stages1=2),
-    "r13_ks4": dataclasses.replace(BASE, stages1=4),
-    "r13_nd4": dataclasses.replace(BASE, nd=4),
-    "r13_hb64": dataclasses.replace(BASE, hb=64),
-    "r13_pf2": dataclasses.replace(BASE, prefetch_dist=2),
-    # round 14 (on BASE): one warpgroup per program. With 8 warps phase 3's [64, 16] score product is laid out
+    # round 12 (on B6): 64-token i2t tiles
+    "bs64": dataclasses.replace(B6, bs2=64),
+    # round 13 (on B6): the older knobs again, now that phase 7 of T <= 4 is shorter (with "w2", "mc64" and
+    # "ncb4" above, which were those knobs on B6 then)
+    "r13_ks2": dataclasses.replace(B6, stages1=2),
+    "r13_ks4": dataclasses.replace(B6, stages1=4),
+    "r13_nd4": dataclasses.replace(B6, nd=4),
+    "r13_hb64": dataclasses.replace(B6, hb=64),
+    "r13_pf2": dataclasses.replace(B6, prefetch_dist=2),
+    # round 14 (on B6): one warpgroup per program. With 8 warps phase 3's [64, 16] score product is laid out
     # over 8 warps along M (128 rows): both warpgroups compute it, each as two n8 chains of 32 wgmma; with 4
     # warps it is one chain of 32 and phase 3 has no spills (sm_90a, 3.9), while phase 7 spills 272 B
-    "nw4": dataclasses.replace(BASE, num_warps=4),
-    "nw4_ks4": dataclasses.replace(BASE, num_warps=4, stages1=4),
-    # round 15 (on BASE, the T = 4 workloads): phase 7 on 32 rows has registers to spare (178, sm_90a 3.9):
+    "nw4": dataclasses.replace(B6, num_warps=4),
+    "nw4_ks4": dataclasses.replace(B6, num_warps=4, stages1=4),
+    # round 15 (on B6, the T = 4 workloads): phase 7 on 32 rows has registers to spare (178, sm_90a 3.9):
     # keep the key tile live for the residual (reload_k 0) or re-read it before the dots (1)
-    "rk0": dataclasses.replace(BASE, reload_k=0),
-    "rk1": dataclasses.replace(BASE, reload_k=1),
+    "rk0": dataclasses.replace(B6, reload_k=0),
+    "rk1": dataclasses.replace(B6, reload_k=1),
+    # round 16 (session 7, on B6): phase 3's running sum transposed, acc^T += k^T p^T: the key tile is the
+    # register operand, read from the cp.async buffer in the dot layout (no transposed store of k); sm_90a
+    # (3.9), phase 3 alone: 144 KB, stack 112 -> 152 B. With 32-token tiles: 224 KB (3 stages), 160 KB (2)
+    "acct": dataclasses.replace(B6, acc_t=True),
+    "acct_bs32": dataclasses.replace(B6, acc_t=True, bs1=32),
+    "acct_bs32_ks2": dataclasses.replace(B6, acc_t=True, bs1=32, stages1=2),
+    "bs32_ks2": dataclasses.replace(B6, bs1=32, stages1=2),
+    # round 17 (around acct_bs32, the winner of round 16 and BASE now): 32 rows in phase 3 for T <= 4 (mma.sync;
+    # 128 KB), L2 prefetch two tiles ahead, longer chunks, two chunks per program; and bs1 32 without acc_t
+    # (3 stages; it ran as "bs32" above, which was that config on B6 then)
+    "a32_t4": dataclasses.replace(B6, acc_t=True, bs1=32, tpk_min=4),
+    "a32_pf2": dataclasses.replace(B6, acc_t=True, bs1=32, prefetch_dist=2),
+    "a32_mc64": dataclasses.replace(B6, acc_t=True, bs1=32, min_chunk=64),
+    "a32_w2": dataclasses.replace(B6, acc_t=True, bs1=32, waves=2.0),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
