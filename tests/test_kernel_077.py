@@ -66,7 +66,9 @@ def fast_interpreter_configs(monkeypatch):
     monkeypatch.setattr(kernel, "LN_CONFIG", (16, 4))
 
 
-def _check_block(precision, batch, height, width, workspace_tokens=None, mlp_split=None, expect=None):
+def _check_block(
+    precision, batch, height, width, workspace_tokens=None, mlp_split=None, expect=None, split_k=None
+):
     """workspace_tokens: a chunk budget in tokens (forces several chunks); expect: (chunks, MLP sub-chunks)."""
     args = _inputs(batch, height, width, seed=height * 100 + width)
     expected = load_task(TASK).reference(*args)
@@ -80,7 +82,9 @@ def _check_block(precision, batch, height, width, workspace_tokens=None, mlp_spl
             batch, height, width, precision, workspace_bytes=workspace, mlp_split=mlp_split
         )
         assert (len(sp.chunks), sum(len(s) for s in sp.mlp_subs)) == expect, sp
-    kernel.forward(*args, out, precision=precision, workspace_bytes=workspace, mlp_split=mlp_split)
+    kernel.forward(
+        *args, out, precision=precision, workspace_bytes=workspace, mlp_split=mlp_split, split_k=split_k
+    )
     stats = compute_error_stats(out, expected, TOLERANCE)
     assert stats.passed, stats.report()
     assert stats.matched_ratio >= 0.999, stats.report()
@@ -120,6 +124,57 @@ def test_batched_chunked(fast_interpreter_configs, monkeypatch, path, mlp_split,
     monkeypatch.setitem(kernel.ATTN_CONFIGS, "fp16", attn)
     budget = 300 if mlp_split == "never" else 150
     _check_block("fp16", 2, 15, 17, workspace_tokens=budget, mlp_split=mlp_split, expect=expect)
+
+
+def test_block_with_split_k(fast_interpreter_configs, monkeypatch):
+    """The MLP down-projection in K splits (fp32 atomics into the residual), over 2 chunks with MLP sub-chunks."""
+    if DEVICE == "cpu":
+        monkeypatch.setitem(kernel.GEMM_CONFIGS["fp16"], "mlp2", ("tma", 128, 256, 256, 8, 8, 1))
+    splits, original = [], kernel._linear_launch
+
+    def recording(*args, **kwargs):
+        launch = original(*args, **kwargs)
+        splits.append(launch[3].get("SPLIT_K"))
+        return launch
+
+    monkeypatch.setattr(kernel, "_linear_launch", recording)
+    _check_block("fp16", 2, 15, 17, workspace_tokens=150, mlp_split="always", expect=(4, 6), split_k=4)
+    assert splits.count(4) == 6  # every MLP sub-chunk's down-projection, nothing else
+
+
+@pytest.mark.parametrize(
+    ("tiles", "splits"),
+    [(96, 1), (192, 2), (294, 2), (663, 2), (108, 1), (768, 1), (1, 2)],
+)
+def test_split_k_choice(tiles, splits):
+    """mlp2 at 48 K steps on 132 SMs, at most SPLIT_K_MAX = 2 splits: 192 tiles (8192 rows) take 2 waves of
+    full tiles or 3 of half tiles."""
+    assert kernel.split_k_for(tiles, 48, 132) == splits
+    assert kernel.split_k_for(tiles, 48, 132, 3) == 3
+    for bad in (0, 5, 96):
+        with pytest.raises(ValueError, match="split_k"):
+            kernel.split_k_for(tiles, 48, 132, bad)
+
+
+@pytest.mark.parametrize("splits", [2, 3])
+def test_linear_split_k(splits):
+    """K splits add into c in place (c holds the residual); rows past M untouched; bias added once."""
+    m, n, k = 300, 768, 768
+    gen = torch.Generator().manual_seed(splits)
+    a = torch.randn(m, k, generator=gen).half().to(DEVICE)
+    w = (torch.randn(n, k, generator=gen) / math.sqrt(k)).half().to(DEVICE)
+    bias = torch.randn(n, generator=gen).to(DEVICE)
+    c = torch.randn(m + 5, n, generator=gen).to(DEVICE)  # 5 rows past M: must stay as they are
+    tail = c[m:].clone()
+    expected = a.float() @ w.float().T + bias + c[:m]
+    block_k = 128 if DEVICE == "cpu" else 64  # 6 / 12 K steps: 2 and 3 divide both
+    cfg = ("tma", 128, 256, block_k, 8, 8, 1 if DEVICE == "cpu" else 3)
+    launch = kernel._linear_launch(a, w, bias, c[:m], kernel.EPILOGUE_RESIDUAL, cfg, c[:m], splits)
+    assert launch[3]["SPLIT_K"] == splits and launch[3]["EPILOGUE"] == kernel.EPILOGUE_ACCUMULATE
+    kernel._launch([launch])
+    excess = ((c[:m] - expected).abs() - (1e-4 + 1e-5 * expected.abs())).max().item()
+    assert excess <= 0, f"error exceeds the bound by {excess:.2e}"
+    assert torch.equal(c[m:], tail)
 
 
 @pytest.mark.parametrize("kind", ["ptr", "tma", "tma_persistent"])
@@ -377,8 +432,9 @@ def test_direct_launch_is_off_without_compiled_kernels(monkeypatch):
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 def test_direct_and_plain_launches_agree(monkeypatch):
     # several chunks and MLP sub-chunks (4 chunks, 6 sub-chunks): direct launches compute bit for bit
-    # what Triton's plain launch path computes
+    # what Triton's plain launch path computes (without split-K, whose atomics add in any order)
     assert kernel._direct_launch_ok([(kernel._prologue_kernel, (1,), (), {})])
+    monkeypatch.setattr(kernel, "SPLIT_K", 1)
     args = _inputs(2, 15, 17, seed=3)
     outs = []
     for direct in (True, False):

@@ -119,14 +119,44 @@ EPILOGUE_BIAS = 0  # c = acc + bias
 EPILOGUE_GELU = 1  # c = gelu_erf(acc + bias), erf GELU by a branch-free fit (4e-7 absolute)
 EPILOGUE_GELU_LIBDEVICE = 3  # the same through libdevice erff
 EPILOGUE_RESIDUAL = 2  # c = (residual + bias) + acc, fp32; residual may be c itself
+EPILOGUE_ACCUMULATE = (
+    4  # c += acc (+ bias from the first K split), fp32 atomics: split-K, c holds the residual
+)
 #: The MLP up-projection's epilogue: EPILOGUE_GELU or EPILOGUE_GELU_LIBDEVICE.
 GELU_EPILOGUE = EPILOGUE_GELU
 _LOG2E = 1.4426950408889634
+#: Programmatic dependent launch between the call's kernels (GPU only; see _pdl_enter): 0 off, 1 each kernel
+#: waits for the previous one (the next launches as this one's programs exit), 2 also lets the next kernel
+#: launch as soon as all of this one's programs have started. H200 (session 7, official timer, two interleaved
+#: rounds): 1 is 1-3 % faster than 0 on #16, #2, #5, and level or faster on #4, #12; 2 is 1-2 % slower than 1
+#: on the large workloads (the next kernel's waiting programs take SM resources early).
+PDL = 1
+#: Split-K of the in-place residual GEMM (the MLP down-projection, K = 3072): "auto" picks the number of K
+#: splits (dividing K / BLOCK_K, at most SPLIT_K_MAX) that minimises waves x (K steps per split +
+#: SPLIT_K_OVERHEAD) over the SMs, so that a row sub-chunk of a few thousand tokens fills more than one partial
+#: wave; each split adds its partial into c with fp32 atomics (EPILOGUE_ACCUMULATE). An int forces that many
+#: splits; 1: off. H200 (session 7, official timer): 2 splits on 192 / 294 / 663 tiles (#5, #11, #15) 1.6-2.7 %
+#: faster; 4 splits on 96 tiles (#16) no faster (0.745 against 0.735 ms), hence at most 2.
+SPLIT_K: str | int = "auto"
+SPLIT_K_MAX = 2
+SPLIT_K_OVERHEAD = 4.0  # K steps' worth of a tile's fixed cost (pipeline fill, atomic epilogue)
 
 
 # --------------------------------------------------------------------------------------------- kernels
 # Integer arguments that vary with the image are not specialised (no divisibility variants): one compiled
 # kernel per configuration and dtype serves every workload.
+
+
+@triton.jit
+def _pdl_enter(PDL: tl.constexpr):
+    """With programmatic dependent launch (PDL > 0, launch_pdl), a kernel may start while the previous one in
+    the stream still runs: wait for it to finish and its writes to be visible (griddepcontrol.wait) before
+    touching memory. PDL 2 then lets the next kernel launch (its programs wait the same way) without waiting
+    for this one's programs to exit. Saves launch gaps; no work overlaps."""
+    if PDL > 0:
+        tl.extra.cuda.gdc_wait()
+    if PDL > 1:
+        tl.extra.cuda.gdc_launch_dependents()
 
 
 @triton.jit(do_not_specialize=["n_rows", "eps", "n_ln_programs"])
@@ -152,8 +182,10 @@ def _prologue_kernel(
     NB0: tl.constexpr,  # conversion blocks per weight
     NB1: tl.constexpr,
     NB2: tl.constexpr,
+    PDL: tl.constexpr = 0,  # programmatic dependent launch (see _pdl_enter)
 ):
     """LayerNorm of rows (programs < n_ln_programs); with CONVERT the remaining programs convert weights."""
+    _pdl_enter(PDL)
     pid = tl.program_id(0)
     if pid < n_ln_programs:
         rows = pid * ROWS + tl.arange(0, ROWS)
@@ -246,16 +278,20 @@ def _gelu(x):
 
 
 @triton.jit
-def _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N: tl.constexpr, EPILOGUE: tl.constexpr):
-    if EPILOGUE != 2:
-        acc += tl.load(bias_ptr + offs_n)[None, :]
-    if EPILOGUE == 1:
-        acc = _gelu(acc)
-    if EPILOGUE == 3:  # exact (erf) GELU through libdevice erff (reference for EPILOGUE 1)
-        acc = 0.5 * acc * (1.0 + tl.math.erf(acc * 0.7071067811865476))
+def _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N: tl.constexpr, EPILOGUE: tl.constexpr, split=0):
     # int32 offsets: the wrapper keeps M * max(N, K) < 2**31
     c_ptrs = c_ptr + (offs_m[:, None] * N + offs_n[None, :])
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m < M)[:, None])
+    if EPILOGUE == 4:  # split-K: c (the residual) += this split's partial; the bias comes with split 0
+        acc += tl.where(split == 0, tl.load(bias_ptr + offs_n), 0.0)[None, :]
+        tl.atomic_add(c_ptrs, acc, mask=(offs_m < M)[:, None], sem="relaxed")
+    else:
+        if EPILOGUE != 2:
+            acc += tl.load(bias_ptr + offs_n)[None, :]
+        if EPILOGUE == 1:
+            acc = _gelu(acc)
+        if EPILOGUE == 3:  # exact (erf) GELU through libdevice erff (reference for EPILOGUE 1)
+            acc = 0.5 * acc * (1.0 + tl.math.erf(acc * 0.7071067811865476))
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m < M)[:, None])
 
 
 @triton.jit(do_not_specialize=["M"])
@@ -273,8 +309,10 @@ def _linear_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
+    PDL: tl.constexpr = 0,  # programmatic dependent launch (see _pdl_enter)
 ):
     """One output tile per program; cp.async-pipelined pointer loads."""
+    _pdl_enter(PDL)
     off_m, off_n = _tile_coords(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = off_m + tl.arange(0, BLOCK_M)
     offs_n = off_n + tl.arange(0, BLOCK_N)
@@ -309,23 +347,31 @@ def _linear_tma_kernel(
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     FLATTEN: tl.constexpr,
+    SPLIT_K: tl.constexpr = 1,
+    PDL: tl.constexpr = 0,  # programmatic dependent launch (see _pdl_enter)
 ):
     """TMA loads; programs loop over output tiles (persistent when num_programs < the tile count).
 
     With FLATTEN the tile and K loops form one software pipeline: the next tile's loads are in flight
-    during this tile's epilogue. Rows past M are zero-filled by TMA and not stored.
+    during this tile's epilogue. Rows past M are zero-filled by TMA and not stored. SPLIT_K > 1
+    (EPILOGUE_ACCUMULATE): a work unit is (tile, K split), each adding its partial into c.
     """
-    num_tiles = tl.cdiv(M, BLOCK_M) * (N // BLOCK_N)
-    for tile in tl.range(tl.program_id(0), num_tiles, num_programs, flatten=FLATTEN):
+    _pdl_enter(PDL)
+    K_STEPS: tl.constexpr = K // BLOCK_K // SPLIT_K
+    num_units = tl.cdiv(M, BLOCK_M) * (N // BLOCK_N) * SPLIT_K
+    for unit in tl.range(tl.program_id(0), num_units, num_programs, flatten=FLATTEN):
+        tile = unit // SPLIT_K
+        split = unit % SPLIT_K
         off_m, off_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         offs_m = off_m + tl.arange(0, BLOCK_M)
         offs_n = off_n + tl.arange(0, BLOCK_N)
         acc = _acc_init(res_ptr, bias_ptr, offs_m, offs_n, M, N, EPILOGUE, BLOCK_M, BLOCK_N)
-        for kk in range(0, K // BLOCK_K):
+        k0 = split * K_STEPS
+        for kk in range(k0, k0 + K_STEPS):
             a = a_desc.load([off_m, kk * BLOCK_K])
             w = w_desc.load([off_n, kk * BLOCK_K])
             acc = tl.dot(a, tl.trans(w), acc, input_precision="tf32")
-        _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N, EPILOGUE)
+        _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N, EPILOGUE, split)
 
 
 @triton.jit(do_not_specialize=["tok0", "H", "W", "n_wh", "n_ww", "band0", "qk_scale"])
@@ -346,7 +392,9 @@ def _window_attention_kernel(
     BLOCK_N: tl.constexpr,
     BIAS_MODE: tl.constexpr,
     O_STRIDE: tl.constexpr = 768,
+    PDL: tl.constexpr = 0,  # programmatic dependent launch (see _pdl_enter)
 ):
+    _pdl_enter(PDL)
     LOG2E: tl.constexpr = 1.4426950408889634
     N_QT: tl.constexpr = 256 // BLOCK_M  # query tiles per window
     pid = tl.program_id(0)
@@ -481,6 +529,7 @@ def _window_attention_persistent_kernel(
     STAGES: tl.constexpr,
     BIAS_ONCE: tl.constexpr = True,
     O_STRIDE: tl.constexpr = 768,
+    PDL: tl.constexpr = 0,  # programmatic dependent launch (see _pdl_enter)
 ):
     """Window attention, persistent: each program loops over (item, key block) steps, one software pipeline.
 
@@ -490,6 +539,7 @@ def _window_attention_persistent_kernel(
     STAGES - 1 steps ahead) during this step's maths. The 1/8 scale is applied in the exponent:
     s' = q.k + 8 (A_h + A_w), p = exp2(log2(e) / 8 (s' - max)). Online softmax over the key blocks.
     """
+    _pdl_enter(PDL)
     NEG: tl.constexpr = -30000.0  # exact in fp16; far below any logit
     C: tl.constexpr = 0.18033688011112042  # log2(e) / 8
     tl.static_assert(BIAS_MODE != 4 or BLOCK_N == 256, "BIAS_MODE 4 takes the whole 16 x 16 key grid")
@@ -679,6 +729,11 @@ def _launch(plan: list[Launch]) -> None:
         fn[grid](*args, **kwargs)
 
 
+def _pdl_meta(device: torch.device) -> dict:
+    """The PDL constexpr and launch option of a launch (PDL on a GPU; the interpreter has no such launch)."""
+    return {"PDL": int(PDL), "launch_pdl": True} if PDL and device.type == "cuda" else {}
+
+
 def _layernorm_launch(
     x: torch.Tensor,  # [n, 768] fp32
     weight: torch.Tensor,
@@ -700,11 +755,31 @@ def _layernorm_launch(
         C=HIDDEN, BLOCK_C=1024, ROWS=rows, PAD_ROW=pad_row, CONVERT=convert is not None,
         CVT_BLOCK=CVT_BLOCK, NB0=blocks[0], NB1=blocks[1], NB2=blocks[2], num_warps=warps,
     )  # fmt: skip
+    meta.update(_pdl_meta(x.device))
     return _prologue_kernel, (n_ln + sum(blocks),), (x, weight, bias, y, n, eps, n_ln, *srcs, dst), meta
 
 
 def _layernorm(x, weight, bias, eps, y, pad_row=False, convert=None) -> None:
     _launch([_layernorm_launch(x, weight, bias, eps, y, pad_row, convert)])
+
+
+def split_k_for(tiles: int, k_steps: int, slots: int, policy: str | int = "auto") -> int:
+    """K splits of a GEMM with `tiles` output tiles of `k_steps` K steps on `slots` concurrent programs:
+    the policy's count, or ("auto") the divisor s <= SPLIT_K_MAX of k_steps with the fewest waves x (k_steps /
+    s + SPLIT_K_OVERHEAD), the smallest s on ties."""
+    if policy != "auto":
+        s = int(policy)
+        if s < 1 or k_steps % s:
+            raise ValueError(f"split_k: expected a divisor of {k_steps} K steps, got {policy!r}")
+        return s
+    best, best_cost = 1, None
+    for s in range(1, SPLIT_K_MAX + 1):
+        if k_steps % s:
+            continue
+        cost = -(-tiles * s // slots) * (k_steps / s + SPLIT_K_OVERHEAD)
+        if best_cost is None or cost < best_cost - 1e-9:
+            best, best_cost = s, cost
+    return best
 
 
 def _linear_launch(
@@ -715,6 +790,7 @@ def _linear_launch(
     epilogue: int,
     cfg: tuple,
     residual: torch.Tensor | None = None,
+    split_k: str | int = 1,  # EPILOGUE_RESIDUAL in place (residual is c), "tma" kind: K splits (split_k_for)
 ) -> Launch:
     kind, block_m, block_n, block_k, group_m, warps, stages = cfg[:7]
     m, k = a.shape
@@ -722,6 +798,16 @@ def _linear_launch(
     if n % block_n or k % block_k:
         raise ValueError(f"linear {m}x{n}x{k}: N must be a multiple of {block_n}, K of {block_k}")
     tiles = triton.cdiv(m, block_m) * (n // block_n)
+    splits = 1
+    in_place = residual is not None and (residual.data_ptr(), residual.shape, residual.stride()) == (
+        c.data_ptr(),
+        c.shape,
+        c.stride(),
+    )
+    if split_k != 1 and kind == "tma" and epilogue == EPILOGUE_RESIDUAL and in_place:
+        splits = split_k_for(tiles, k // block_k, _num_sms(a.device), split_k)
+    if splits > 1:
+        epilogue = EPILOGUE_ACCUMULATE
     if kind == "ptr" and a.stride() != (k, 1):
         raise ValueError("linear: the pointer GEMM takes a contiguous A (a strided A needs a TMA kind)")
     res = c if residual is None else residual
@@ -730,20 +816,22 @@ def _linear_launch(
         num_warps=warps, num_stages=stages,
     )  # fmt: skip
     if kind == "ptr":
-        return _linear_kernel, (tiles,), (a, w, bias, res, c, m), meta
+        return _linear_kernel, (tiles,), (a, w, bias, res, c, m), {**meta, **_pdl_meta(a.device)}
     if kind not in ("tma", "tma_persistent"):
         raise ValueError(f"GEMM config kind: expected 'ptr', 'tma' or 'tma_persistent', got {kind!r}")
-    programs = tiles
+    programs = tiles * splits
     if kind == "tma_persistent":
         programs = min(tiles, cfg[7] * _num_sms(a.device))
     a_desc = TensorDescriptor.from_tensor(a, [block_m, block_k])
     w_desc = TensorDescriptor.from_tensor(w, [block_n, block_k])
     meta["FLATTEN"] = kind == "tma_persistent"
+    meta["SPLIT_K"] = splits
+    meta.update(_pdl_meta(a.device))
     return _linear_tma_kernel, (programs,), (a_desc, w_desc, bias, res, c, m, programs), meta
 
 
-def _linear(a, w, bias, c, epilogue, cfg, residual=None) -> None:
-    _launch([_linear_launch(a, w, bias, c, epilogue, cfg, residual)])
+def _linear(a, w, bias, c, epilogue, cfg, residual=None, split_k=1) -> None:
+    _launch([_linear_launch(a, w, bias, c, epilogue, cfg, residual, split_k)])
 
 
 def _num_sms(device: torch.device) -> int:
@@ -787,7 +875,7 @@ def _window_attention_launch(
             BLOCK_M=block_m, BLOCK_N=block_n, BIAS_MODE=bias_mode, STAGES=stages, num_warps=warps,
             num_stages=stages, O_STRIDE=o.stride(0),
         )  # fmt: skip
-        return _window_attention_persistent_kernel, (programs,), args, meta
+        return _window_attention_persistent_kernel, (programs,), args, {**meta, **_pdl_meta(qkv.device)}
     block_m, block_n, bias_mode, warps, stages = cfg
     grid = (n_bands * n_ww * HEADS * (SLOTS // block_m),)
     args = (
@@ -797,7 +885,7 @@ def _window_attention_launch(
         BLOCK_M=block_m, BLOCK_N=block_n, BIAS_MODE=bias_mode, num_warps=warps, num_stages=stages,
         O_STRIDE=o.stride(0),
     )  # fmt: skip
-    return _window_attention_kernel, grid, args, meta
+    return _window_attention_kernel, grid, args, {**meta, **_pdl_meta(qkv.device)}
 
 
 def _window_attention(*args) -> None:
@@ -949,8 +1037,11 @@ def forward(
     precision: str | None = None,
     workspace_bytes: int | None = None,
     mlp_split: str | None = None,
+    split_k: str | int | None = None,
 ) -> None:
-    """The block; workspace_bytes / mlp_split override the scratch plan (plan_scratch), for tests and tune.py."""
+    """The block; workspace_bytes / mlp_split override the scratch plan (plan_scratch), split_k the MLP
+    down-projection's K splits (SPLIT_K), for tests and tune.py."""
+    split_k = SPLIT_K if split_k is None else split_k
     precision = precision or OPERAND_PRECISION
     if precision not in ("fp16", "tf32"):
         raise ValueError(f"precision: expected 'fp16' or 'tf32', got {precision!r}")
@@ -1021,7 +1112,7 @@ def forward(
             plan += [
                 _linear_launch(a2[r0:r1], w_mlp1, mlp_lin1_bias, h, GELU_EPILOGUE, gemm["mlp1"]),
                 _linear_launch(
-                    h, w_mlp2, mlp_lin2_bias, out_s, EPILOGUE_RESIDUAL, gemm["mlp2"], residual=out_s
+                    h, w_mlp2, mlp_lin2_bias, out_s, EPILOGUE_RESIDUAL, gemm["mlp2"], out_s, split_k
                 ),
             ]
         convert = None  # the weights once, in the first chunk's LayerNorm launch
