@@ -3,8 +3,8 @@
 The launches are the solution's own (recorded on meta tensors under the interpreter, see harness.aot), then
 compiled by Triton for each architecture in a process without the interpreter. Shapes cover each kernel's
 configurations (074: both M ranges of its config table; 075: 4, 8 and 16 query-token builds; 077: one chunked
-image, whose kernels are the same for every size). 075's GPU-only constexprs (inline-PTX prefetches) are
-switched on here, since the CPU path leaves them off.
+image, whose kernels are the same for every size). The GPU-only constexprs (075's inline-PTX prefetches,
+077's programmatic dependent launch) are switched on here, since the CPU path leaves them off.
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ SHAPES = {
     ],
     "077": [{"batch_size": 2, "height": 64, "width": 64}],
 }
-GPU_ONLY = {"075": {"PF_W": True, "PF_TOK": 32, "PF_DIST": 2}}  # what a CUDA launch sets (see kernel.py)
+# what a CUDA launch sets and the CPU path leaves off (see kernel.py): 075's inline-PTX prefetches, 077's
+# griddepcontrol.wait (programmatic dependent launch)
+GPU_ONLY = {"075": {"PF_W": True, "PF_TOK": 32, "PF_DIST": 2}, "077": {"PDL": 1}}
 
 
 def _launches(task_id: str, arch: str = "sm_90a"):
@@ -65,6 +67,11 @@ def test_triton_solution_builds(task_id, arch):
         assert "error" not in b, b
         assert b["shared"] <= SHARED_LIMIT[arch], b
         assert b["registers"] is None or b["registers"] <= REGISTER_LIMIT, b
+
+
+def test_077_builds_carry_the_gpu_launch_constexprs():
+    launches = _launches("077")
+    assert launches and all(launch.kwargs.get("PDL") == 1 for launch in launches)
 
 
 def test_capture_records_what_the_solution_launches():

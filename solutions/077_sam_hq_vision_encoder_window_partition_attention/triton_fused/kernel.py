@@ -731,7 +731,7 @@ def _launch(plan: list[Launch]) -> None:
 
 def _pdl_meta(device: torch.device) -> dict:
     """The PDL constexpr and launch option of a launch (PDL on a GPU; the interpreter has no such launch)."""
-    return {"PDL": int(PDL), "launch_pdl": True} if PDL and device.type == "cuda" else {}
+    return {"PDL": int(PDL), "launch_pdl": True} if PDL and device.type == "cuda" else {"PDL": 0}
 
 
 def _layernorm_launch(
