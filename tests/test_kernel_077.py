@@ -444,3 +444,44 @@ def test_direct_and_plain_launches_agree(monkeypatch):
         outs.append(out)
     assert torch.isfinite(outs[0]).all()
     assert torch.equal(outs[0], outs[1])
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the interpreter run of tune.py (on a GPU it would time)")
+def test_tune_ab_compares_module_settings(tmp_path):
+    """tune.py --ab (the same-process comparisons in NOTES.md) on the smoke shapes: every variant checked."""
+    import json
+    import subprocess
+    import sys
+
+    from harness import child_env
+
+    tune = next((PROJECT_ROOT / "solutions").glob("077_*/triton_fused")) / "tune.py"
+    out = tmp_path / "ab.json"
+    args = [
+        sys.executable,
+        str(tune),
+        "--smoke",
+        "--ab-workloads",
+        "2",
+        "--ab-rounds",
+        "1",
+        "--out",
+        str(out),
+    ]
+    variants = ["--ab", 'split2={"SPLIT_K": 2}', "--ab", 'nosplit={"SPLIT_K": 1}']
+    proc = subprocess.run(
+        [*args, *variants], capture_output=True, text=True, env=child_env(TRITON_INTERPRET="1")
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    report = json.loads(out.read_text())
+    row = report["workloads"]["2"]
+    assert row["axes"] == {"batch_size": 2, "height": 15, "width": 17}
+    assert row["split2"]["passed"] and row["nosplit"]["passed"]
+    assert row["split2"]["err_over_atol"] < 1 and row["split2"]["ms"] == []  # no timing on the CPU
+    bad = subprocess.run(
+        [*args, "--ab", 'x={"NO_SUCH_SETTING": 1}'],
+        capture_output=True,
+        text=True,
+        env=child_env(TRITON_INTERPRET="1"),
+    )
+    assert bad.returncode != 0 and "NO_SUCH_SETTING" in bad.stderr

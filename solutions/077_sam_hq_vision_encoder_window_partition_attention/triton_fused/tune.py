@@ -25,6 +25,13 @@ A configuration that fails to compile or computes wrong numbers is reported and 
 --sweep instead: the attention variants (ATTN_SWEEP) at the search shape, then end to end on the 16
 official workloads the scratch plans "new" (the memory-bounded defaults), "old" (the previous chunking),
 "x1.1" (WORKSPACE_RATIO 1.1) and the fastest attention variant: correctness, peak memory, official timer.
+
+    python .../tune.py --ab 'pdl0={"PDL": 0}' --ab 'pdl1={"PDL": 1}' --ab-workloads 16,2,5,4 --out FILE.json
+
+--ab instead: same-process comparison of kernel.py module settings (each --ab NAME=JSON sets those module
+attributes, the others keep their defaults) on the given official workloads (1-based): every variant checked
+against the reference, then timed with the official timer (5 + --iterations calls), the variants interleaved
+over --ab-rounds rounds, so that a drift of the GPU over the call shows as the spread between rounds.
 """
 
 from __future__ import annotations
@@ -709,6 +716,61 @@ def sweep(args) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------------- A/B
+
+
+def ab_compare(args) -> int:
+    """--ab: module settings of kernel.py compared on chosen workloads, interleaved rounds (see the docstring)."""
+    from harness.timing import time_runnable
+
+    variants = {}
+    for spec in args.ab:
+        name, sep, text = spec.partition("=")
+        settings = json.loads(text) if sep else None
+        if not name or not isinstance(settings, dict) or any(not hasattr(kernel, a) for a in settings):
+            raise SystemExit(f"--ab {spec!r}: expected NAME={{kernel.py attribute: value, ...}}")
+        variants[name] = settings
+    defaults = {a: getattr(kernel, a) for settings in variants.values() for a in settings}
+    task = load_task("077")
+    pool = _workloads(task, args.smoke)
+    picks = [int(i) for i in args.ab_workloads.split(",")] if args.ab_workloads else range(1, len(pool) + 1)
+    result: dict = {"variants": variants, "rounds": args.ab_rounds, "workloads": {}}
+    for index in picks:
+        workload = pool[index - 1]
+        torch.manual_seed(200)
+        inputs = gen_inputs(task.definition, workload, device=DEVICE)
+        ref = task.reference(*inputs)
+        row: dict = {"axes": workload.axes}
+        for _ in range(args.ab_rounds):
+            for name, settings in variants.items():
+                for attr, value in {**defaults, **settings}.items():
+                    setattr(kernel, attr, value)
+                entry = row.setdefault(name, {"ms": []})
+                out = torch.full_like(ref, float("nan"))
+                kernel.run(*inputs, out)
+                _sync()
+                stats = compute_error_stats(out, ref, workload.tolerance, worst=1)
+                entry["passed"] = entry.get("passed", True) and bool(stats.passed)
+                entry["err_over_atol"] = stats.max_absolute_error / workload.tolerance.max_atol
+                if DEVICE == "cuda":
+                    t = time_runnable(kernel.run, inputs, [out], warmup=5, iterations=args.iterations)
+                    entry["ms"].append(t.median_ms)
+                out = None
+        for attr, value in defaults.items():
+            setattr(kernel, attr, value)
+        result["workloads"][str(index)] = row
+        log(
+            f"[ab] #{index} {workload.axes} "
+            + " ".join(f"{n} {row[n]['ms']} ok {row[n]['passed']}" for n in variants)
+        )
+        inputs = ref = None
+    path = args.out if args.out.suffix == ".json" else args.out / "tune_077_ab.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1, default=str))
+    log(f"[done] wrote {path}")
+    return 0 if all(row[n]["passed"] for row in result["workloads"].values() for n in variants) else 1
+
+
 # ------------------------------------------------------------------------------------------- main
 
 
@@ -727,7 +789,10 @@ def main() -> int:
         action="store_true",
         help="scratch plans (new / old / 1.1 x) and attention variants end to end; --out FILE.json or DIR",
     )
-    parser.add_argument("--iterations", type=int, default=20, help="--sweep: timed calls per workload")
+    parser.add_argument("--iterations", type=int, default=20, help="--sweep, --ab: timed calls per workload")
+    parser.add_argument("--ab", action="append", help="NAME=JSON kernel.py settings to compare (repeat)")
+    parser.add_argument("--ab-workloads", default="", help="--ab: official workloads, 1-based (default all)")
+    parser.add_argument("--ab-rounds", type=int, default=2, help="--ab: interleaved rounds")
     args = parser.parse_args()
     if args.smoke:
         if os.environ.get("TRITON_INTERPRET") != "1":
@@ -752,6 +817,8 @@ def main() -> int:
         return 3
     if args.sweep:
         return sweep(args)
+    if args.ab:
+        return ab_compare(args)
     t_start = time.time()
     deadline = t_start + args.budget_s
     args.out.mkdir(parents=True, exist_ok=True)
