@@ -270,6 +270,9 @@ def test_plans_for_official_workloads(task):
         ("tpk_min", 2),
         ("tpk7_min", 16),
         ("plan_programs", -1),
+        ("stages1", -1),
+        ("qstages", 0),
+        ("cstages", 9),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):

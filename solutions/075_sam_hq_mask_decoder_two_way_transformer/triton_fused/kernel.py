@@ -1277,6 +1277,11 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"plan_programs: expected 0 (the launch's) or a count, got {cfg.plan_programs}")
     if cfg.p4_chunks < 0:
         raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
+    for name in ("stages1", "qstages", "cstages"):
+        if not 0 <= getattr(cfg, name) <= 8 or (name != "stages1" and getattr(cfg, name) == 0):
+            raise ValueError(
+                f"{name}: expected a pipeline depth 1..8 (stages1: 0 by architecture), got {getattr(cfg, name)}"
+            )
     NHALF = max(1, TPK // 8)  # 64-row halves of the 8 * TPK rows (one 32-row block with TPK 4)
     IPB = max(1, RT // T)
     NG = -(-NI // IPB)

@@ -119,9 +119,7 @@ EPILOGUE_BIAS = 0  # c = acc + bias
 EPILOGUE_GELU = 1  # c = gelu_erf(acc + bias), erf GELU by a branch-free fit (4e-7 absolute)
 EPILOGUE_GELU_LIBDEVICE = 3  # the same through libdevice erff
 EPILOGUE_RESIDUAL = 2  # c = (residual + bias) + acc, fp32; residual may be c itself
-EPILOGUE_ACCUMULATE = (
-    4  # c += acc (+ bias from the first K split), fp32 atomics: split-K, c holds the residual
-)
+EPILOGUE_ACCUMULATE = 4  # split-K: c += acc (+ bias from split 0) by fp32 atomics; c holds the residual
 #: The MLP up-projection's epilogue: EPILOGUE_GELU or EPILOGUE_GELU_LIBDEVICE.
 GELU_EPILOGUE = EPILOGUE_GELU
 _LOG2E = 1.4426950408889634
