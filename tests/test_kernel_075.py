@@ -173,9 +173,18 @@ CASES = {
     ),
     "persistent-tpk7-T2": (1, 3, 2, 90, False, dict(grid=1, hb=512)),
     "multi-T5-compact": (1, 1, 5, 80, False, dict(mode="multi", grid=40, hb=512, nc=64, kc=16, min_chunk=64)),
-    # phase 3's running sum kept transposed (k^T as the register operand), with TPK 8 and 4, both modes
+    # phase 3's running sum kept transposed (k^T as the register operand; the default since session 7), with
+    # TPK 8 and 4, both modes; and the previous untransposed sum on 16-token tiles (tune.py's B6)
     "multi-acc-t": (1, 2, 5, 100, False, dict(mode="multi", grid=40, hb=512, min_chunk=16, acc_t=True)),
     "persistent-acc-t-tpk4": (1, 2, 3, 70, True, dict(grid=1, hb=512, tpk_min=4, bs1=32, acc_t=True)),
+    "multi-acc-plain": (
+        1,
+        2,
+        5,
+        100,
+        False,
+        dict(mode="multi", grid=40, hb=512, acc_t=False, bs1=16, stages1=3),
+    ),
     # cp.async pipelines (num_stages; the interpreter runs the loops plainly), phase 7 re-reading its key tile,
     # phases 1, 2 and 6 split by output columns
     "multi-P2-stages": (
