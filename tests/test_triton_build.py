@@ -84,53 +84,47 @@ def test_capture_records_what_the_solution_launches():
     assert kinds <= {"tensor", "value"} and "tensor" in kinds
 
 
-def test_capture_of_075_records_the_h200_plan():
-    """075's CPU path launches one program but plans for an H200 (Config.plan_programs), so what `solbench
-    build` compiles carries the constexprs an H200 launch of each official workload uses."""
+@pytest.mark.parametrize(
+    ("arch", "sms", "stages"), [(None, 132, 3), ("sm_100a", 148, 2)], ids=["default", "sm_100a"]
+)
+def test_capture_of_075_plans_for_the_target_gpu(monkeypatch, arch, sms, stages):
+    """075's CPU path launches one program but plans for the GPU `solbench build` targets (TARGET_ARCH_ENV;
+    unset: an H200), so what it compiles carries the constexprs and the key chunking that GPU's launch of each
+    official workload uses: 132 SMs and 3 phase-3 stages on the H200; 148 SMs and 2 stages on a B200 (3 need
+    233 KB of shared memory there, over the 227 KB limit)."""
     from harness.tasks import load_module
 
-    task = load_task("075")
     (folder,) = (PROJECT_ROOT / "solutions").glob("075_*/triton_fused")
     kernel = load_module(folder / "kernel.py", "_build_test075_kernel")
+    task = load_task("075")
+    if arch is None:
+        monkeypatch.delenv(TARGET_ARCH_ENV, raising=False)
+    else:
+        monkeypatch.setenv(TARGET_ARCH_ENV, arch)
     launches = capture_solution(folder)
     assert len(launches) == len(task.workloads)
-    for workload, launch in zip(task.workloads, launches, strict=True):
-        a = workload.axes
-        NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
-        plan = kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, 132)
-        got = {k: launch.kwargs[k] for k in ("TPK", "TPK7", "NHALF", "ND", "NCB", "HB", "P4SPLIT", "KS1")}
-        assert got == {
-            "TPK": plan.TPK, "TPK7": plan.TPK7, "NHALF": plan.NHALF, "ND": plan.ND, "NCB": plan.NCB,
-            "HB": plan.HB, "P4SPLIT": plan.NSP4 > 1, "KS1": 3,
-        }, workload.uuid  # fmt: skip
-
-
-def test_capture_of_075_for_sm_100a_plans_for_a_b200(monkeypatch):
-    """Recorded for sm_100a (what `solbench build --arch sm_100a` sets), 075 plans for a B200's 148 SMs and
-    pipelines phase 3 over 2 stages (3 need 233 KB of shared memory there, over the 227 KB limit)."""
-    from harness.tasks import load_module
-
-    (folder,) = (PROJECT_ROOT / "solutions").glob("075_*/triton_fused")
-    kernel = load_module(folder / "kernel.py", "_build_test075_kernel_b200")
-    task = load_task("075")
-    monkeypatch.setenv(TARGET_ARCH_ENV, "sm_100a")
-    launches = capture_solution(folder)
-    names = ("TPK", "TPK7", "NHALF", "ND", "NCB", "HB")
     differs = False
     for workload, launch in zip(task.workloads, launches, strict=True):
         a = workload.axes
         NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
-        b200, h200 = (kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, n) for n in (148, 132))
-        assert launch.kwargs["KS1"] == 2, workload.uuid
-        assert {k: launch.kwargs[k] for k in names} == {k: getattr(b200, k) for k in names}, workload.uuid
+        plan, other = (kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, n) for n in (sms, 132 + 148 - sms))
+        got = {k: launch.kwargs[k] for k in ("TPK", "TPK7", "NHALF", "ND", "NCB", "HB", "P4SPLIT", "KS1")}
+        assert got == {
+            "TPK": plan.TPK, "TPK7": plan.TPK7, "NHALF": plan.NHALF, "ND": plan.ND, "NCB": plan.NCB,
+            "HB": plan.HB, "P4SPLIT": plan.NSP4 > 1, "KS1": stages,
+        }, workload.uuid  # fmt: skip
         values = [arg.data[0] for arg in launch.args if arg.kind == "value"]
         pairs = list(zip(values, values[1:], strict=False))
-        assert (b200.n_ch, b200.CH) in pairs, workload.uuid  # the key chunking (runtime scalars)
-        differs |= (b200.n_ch, b200.CH) != (h200.n_ch, h200.CH)
+        assert (plan.n_ch, plan.CH) in pairs, workload.uuid  # the key chunking (runtime scalars)
+        differs |= (plan.n_ch, plan.CH) != (other.n_ch, other.CH)
     assert differs  # the SM count changes the chunking of some official workload (#6, #11)
+
+
+def test_capture_of_075_rejects_an_unknown_target(monkeypatch):
+    (folder,) = (PROJECT_ROOT / "solutions").glob("075_*/triton_fused")
     monkeypatch.setenv(TARGET_ARCH_ENV, "sm_80")
     with pytest.raises(ValueError, match=TARGET_ARCH_ENV):
-        capture_solution(folder, workloads=task.workloads[:1])
+        capture_solution(folder, workloads=load_task("075").workloads[:1])
 
 
 def test_capture_needs_the_interpreter(monkeypatch):

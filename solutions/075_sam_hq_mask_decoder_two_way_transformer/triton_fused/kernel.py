@@ -1017,7 +1017,7 @@ def _two_way_kernel(
         _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 7:
-        # the accumulators are dead now (read in phases 1, 2, 5, 6): zero them for the next call
+        # the accumulators are dead now (read in phases 1, 2, 5, 6): zero them for the next call (Plan.n_accs)
         _zero_share(accs, (7 if KP6 > 1 else (6 if KP1 > 1 else 3)) * n_acc, pid, G, 1024)
         n_mine = tl.cdiv(n_key - pid, G)
         for i in range(0, n_mine):
@@ -1123,7 +1123,7 @@ class Config:
 DEFAULT_CONFIG = Config()
 last_kernels: list = []  # the compiled kernels of the latest launch (tune.py reads registers and spills)
 last_times: list = []  # [the int64 stamp tensor] of the latest instrumented launch
-_SM_COUNT: dict[int, int] = {}
+_GPU_INFO: dict[int, tuple[int, int]] = {}  # device index -> (compute capability major, SMs)
 _SYNC: dict[tuple, torch.Tensor] = {}
 _ACCS: dict[tuple, torch.Tensor] = {}
 
@@ -1140,21 +1140,25 @@ def _target() -> tuple[int, int]:
     return TARGETS[tag]
 
 
+def _gpu_info(device: torch.device) -> tuple[int, int]:
+    """(compute capability major, SMs) of a CUDA device, looked up once per device."""
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _GPU_INFO:
+        props = torch.cuda.get_device_properties(idx)
+        _GPU_INFO[idx] = (props.major, props.multi_processor_count)
+    return _GPU_INFO[idx]
+
+
 def _stages1(cfg: Config, device: torch.device) -> int:
     """Phase 3's pipeline depth: cfg.stages1, or by the architecture (3 stages fit sm_90's shared memory)."""
     if cfg.stages1:
         return cfg.stages1
-    major = torch.cuda.get_device_capability(device)[0] if device.type == "cuda" else _target()[0]
+    major = _gpu_info(device)[0] if device.type == "cuda" else _target()[0]
     return 3 if major == 9 else 2
 
 
 def _sm_count(device: torch.device) -> int:
-    if device.type != "cuda":
-        return 1
-    idx = device.index if device.index is not None else torch.cuda.current_device()
-    if idx not in _SM_COUNT:
-        _SM_COUNT[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
-    return _SM_COUNT[idx]
+    return _gpu_info(device)[1] if device.type == "cuda" else 1
 
 
 def _stream_key(device: torch.device) -> tuple:
@@ -1173,8 +1177,8 @@ def _sync_buffer(device: torch.device) -> torch.Tensor:
 
 
 def _acc_buffer(device: torch.device, n: int) -> torch.Tensor:
-    """The query-side accumulators (three, six with phase 1a), zero between calls: phase 7 of every call
-    zeroes what it used."""
+    """The query-side accumulators (Plan.n_accs of them), zero between calls: phase 7 of every call zeroes
+    what it used."""
     key = _stream_key(device)
     buf = _ACCS.get(key)
     if buf is None or buf.numel() < n:
@@ -1226,6 +1230,12 @@ class Plan:
         if self.KP6 > 1:
             work[9] = 8 * self.NRT * self.KP6
         return work
+
+    @property
+    def n_accs(self) -> int:
+        """[rows, C] query-side accumulators: y1, y2, y3, then phase 1a's q | k | v (3), phase 6a's K | V (1);
+        the kernel's phase 7 zeroes as many (its KP1 / KP6 constexprs)."""
+        return 7 if self.KP6 > 1 else (6 if self.KP1 > 1 else 3)
 
     @property
     def phases(self) -> list[int]:
@@ -1350,7 +1360,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     for n, a in zip(sizes, aligned, strict=True):
         views.append(ws[at : at + n])
         at += a
-    accs = _acc_buffer(device, (7 if plan.KP6 > 1 else (6 if plan.KP1 > 1 else 3)) * plan.NRT * RT * C)
+    accs = _acc_buffer(device, plan.n_accs * plan.NRT * RT * C)
     sync = (
         _sync_buffer(device)
         if cfg.mode == "persistent"
