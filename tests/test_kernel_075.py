@@ -127,7 +127,19 @@ CASES = {
         4,
         130,
         False,
-        dict(mode="multi", grid=40, min_chunk=16, ncb=2, nd=2, hb=1024, kc=32, bs1=32, bs2=32, csplit1=2),
+        dict(
+            mode="multi",
+            grid=40,
+            min_chunk=16,
+            ncb=2,
+            nd=2,
+            hb=1024,
+            kc=32,
+            bs1=32,
+            bs2=32,
+            csplit1=2,
+            tpk4_chunk=16,
+        ),
     ),  # fmt: skip
     "multi-T16-halves": (
         2,
@@ -137,7 +149,14 @@ CASES = {
         True,
         dict(mode="multi", grid=8, hb=512, nd=16, q_terms=3, csplit=1, csplit1=1),
     ),  # whole-row column pieces in phases 1, 2, 6; the 3xTF32 query side
-    "persistent-T4-v3-warm": (1, 3, 4, 70, False, dict(grid=1, hb=256, v_terms=3, kc=128, nc=128, warm=True)),
+    "persistent-T4-v3-warm": (
+        1,
+        3,
+        4,
+        70,
+        False,
+        dict(grid=1, hb=256, v_terms=3, kc=128, nc=128, warm=True, tpk4_chunk=0),
+    ),  # T <= 4 with phase 3 on 64 rows although the chunks are short (tpk4_chunk 0), as for long chunks
     "persistent-T6-skip": (
         2,
         1,
@@ -224,8 +243,15 @@ def test_decompositions_exact(task, case):
         assert plan.n_ch == 2 and plan.CH == 64
     if case == "multi-T16-halves":
         assert plan.NHALF == 2 and plan.IPB == 1
-    tpk = {k: overrides.get(k, getattr(kernel.DEFAULT_CONFIG, k)) for k in ("tpk_min", "tpk7_min")}
-    assert plan.TPK == max(tpk["tpk_min"], 1 << (T - 1).bit_length())
+    tpk = {
+        k: overrides.get(k, getattr(kernel.DEFAULT_CONFIG, k)) for k in ("tpk_min", "tpk7_min", "tpk4_chunk")
+    }
+    short = T <= 4 and plan.CH <= tpk["tpk4_chunk"]  # phase 3 on 32 rows for short chunks
+    assert plan.TPK == (4 if short else max(tpk["tpk_min"], 1 << (T - 1).bit_length()))
+    if case == "multi-ksplits-2-8":  # the default rule takes TPK 4 here
+        assert plan.CH == 32 and plan.TPK == 4
+    if case in ("multi-chunks-P5", "persistent-T4-v3-warm"):  # T = 4 on 64 rows: what long chunks run
+        assert plan.TPK == 8
     assert plan.TPK7 == max(tpk["tpk7_min"], 1 << (T - 1).bit_length())
     if case == "multi-tpk4-T3":
         assert plan.TPK == 4 and plan.TPK7 == 8 and plan.work[3] == plan.NI * plan.n_ch
@@ -248,6 +274,7 @@ def test_default_precision_long_prompt(task):
 def test_plans_for_official_workloads(task):
     """Chunking on a 132-SM H200: every key token covered once, no more t2i work items than programs."""
     cfg = kernel.DEFAULT_CONFIG
+    short = []
     for w in task.workloads:
         a = w.axes
         NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
@@ -255,9 +282,14 @@ def test_plans_for_official_workloads(task):
         assert plan.CH % max(cfg.bs1, cfg.bs2) == 0
         assert (plan.n_ch - 1) * plan.CH < S <= plan.n_ch * plan.CH
         assert NI * plan.n_ch * plan.NHALF <= 132 * cfg.waves
-        assert plan.TPK == 8 and plan.NHALF == 1 and plan.R == NI * T
+        assert plan.TPK == (4 if T <= 4 and plan.CH <= 64 else 8)
+        assert plan.NHALF == 1 and plan.R == NI * T
         assert plan.TPK7 == (4 if T <= 4 else 8)
         assert max(plan.work.values()) <= 4 * 132
+        if plan.TPK == 4:
+            short.append((NI, T, S))
+    # phase 3 on 32 rows: the one- and two-item T = 4 workloads (#14, #3), whose chunks are 32 and 64 tokens
+    assert sorted(short) == [(1, 4, 4096), (2, 4, 4096)]
 
 
 @pytest.mark.parametrize(
@@ -278,6 +310,7 @@ def test_plans_for_official_workloads(task):
         ("p4_chunks", -1),
         ("tpk_min", 2),
         ("tpk7_min", 16),
+        ("tpk4_chunk", -1),
         ("plan_programs", -1),
         ("stages1", -1),
         ("qstages", 0),

@@ -1064,6 +1064,11 @@ class Config:
     # mma.sync with the A1 operand in registers: spills; #6 phase 3 117 -> 175 us)
     tpk_min: int = 8
     tpk7_min: int = 4
+    # ... and the t2i side takes TPK 4 anyway (T <= 4) when a chunk has at most this many key tokens (0: never):
+    # phase 3's 32-row products cost less than its padded 64-row ones while a program's chunk is one or two
+    # tiles (tune.py round 17 with tpk_min 4: #14 75.5 -> 72.2 us, #3 86.0 -> 84.3), more from four items up
+    # (#6 245 -> 256)
+    tpk4_chunk: int = 64
     min_chunk: int = 32  # fewest key tokens per chunk
     waves: float = 1.0  # key chunks (t2i pass work items) per program
     nd: int = 8  # phase-4 channel slices (256 / nd channels each; 4 until session 4)
@@ -1292,6 +1297,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             raise ValueError(
                 f"{name}: expected a pipeline depth 1..8 (stages1: 0 by architecture), got {getattr(cfg, name)}"
             )
+    if cfg.tpk4_chunk < 0:
+        raise ValueError(f"tpk4_chunk: expected 0 (never) or a chunk length, got {cfg.tpk4_chunk}")
     NHALF = max(1, TPK // 8)  # 64-row halves of the 8 * TPK rows (one 32-row block with TPK 4)
     IPB = max(1, RT // T)
     NG = -(-NI // IPB)
@@ -1304,6 +1311,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     ch = max(cfg.min_chunk, -(-S // per_item))
     ch = -(-ch // bs) * bs
     n_ch = -(-S // ch)
+    if T <= 4 and ch <= cfg.tpk4_chunk:  # short chunks: phase 3 on 32 rows (NHALF stays 1)
+        TPK = 4
     NCB = max(1, min(cfg.ncb, _next_pow2(n_ch)))
     nsp4 = 1 if cfg.p4_chunks == 0 or n_ch <= cfg.p4_chunks else min(-(-n_ch // cfg.p4_chunks), 16)
     nd = cfg.nd

@@ -60,9 +60,11 @@ BASE = kernel.DEFAULT_CONFIG
 # 84a0320 (sessions 2-3), S4 = session 4 round 3's winner, S5 = round 4's, S6 = session 4's final defaults
 # (13661ab: S5 with the round-7 column splits); session 5's steps Q1 = 38e6502 (one TF32 product on the query
 # side) and K = 5a919cf (phases 1a and 6a); B5 = 35570dc (phase 4 split over chunk parts, nd_fit), the base of
-# rounds 10 and 11; B6 = 54dc7a1 (session 6: tpk7_min 4, hb_fit), the base of rounds 12-17; BASE = the shipped
-# defaults (session 7: acc_t, bs1 32, stages1 by architecture: 3 on the H200).
-B6 = dataclasses.replace(BASE, acc_t=False, bs1=16, stages1=3)
+# rounds 10 and 11; B6 = 54dc7a1 (session 6: tpk7_min 4, hb_fit), the base of rounds 12-17; B7 = fdccf0c (session
+# 7: acc_t, bs1 32, stages1 by architecture: 3 on the H200), the base of round 18; BASE = the shipped defaults
+# (session 8: tpk4_chunk 64).
+B7 = dataclasses.replace(BASE, tpk4_chunk=0)
+B6 = dataclasses.replace(B7, acc_t=False, bs1=16, stages1=3)
 B5 = dataclasses.replace(B6, tpk7_min=8, hb_fit=False)
 S6 = dataclasses.replace(B5, q_terms=3, ksplit1=1, ksplit6=1, p4_chunks=0, nd_fit=False)
 Q1 = dataclasses.replace(S6, q_terms=1)
@@ -237,6 +239,11 @@ VARIANTS: dict[str, Config] = {
     "a32_pf2": dataclasses.replace(B6, acc_t=True, bs1=32, prefetch_dist=2),
     "a32_mc64": dataclasses.replace(B6, acc_t=True, bs1=32, min_chunk=64),
     "a32_w2": dataclasses.replace(B6, acc_t=True, bs1=32, waves=2.0),
+    # round 18 (session 8, on B7): phase 3 on 32 rows for T <= 4 only where chunks are short (tpk4_chunk; BASE
+    # takes 64: #14 and #3), or up to 128 tokens (#7 and #9 too). Also run, with its knob removed since: phase 7
+    # alone prefetching its next 1 or 2 tiles into L2 (round 17's prefetch_dist 2 prefetched in both passes)
+    "b7": B7,
+    "t4c128": dataclasses.replace(B7, tpk4_chunk=128),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
