@@ -67,7 +67,15 @@ def fast_interpreter_configs(monkeypatch):
 
 
 def _check_block(
-    precision, batch, height, width, workspace_tokens=None, mlp_split=None, expect=None, split_k=None
+    precision,
+    batch,
+    height,
+    width,
+    workspace_tokens=None,
+    mlp_split=None,
+    expect=None,
+    split_k=None,
+    mlp2_gemm=None,
 ):
     """workspace_tokens: a chunk budget in tokens (forces several chunks); expect: (chunks, MLP sub-chunks)."""
     args = _inputs(batch, height, width, seed=height * 100 + width)
@@ -83,7 +91,13 @@ def _check_block(
         )
         assert (len(sp.chunks), sum(len(s) for s in sp.mlp_subs)) == expect, sp
     kernel.forward(
-        *args, out, precision=precision, workspace_bytes=workspace, mlp_split=mlp_split, split_k=split_k
+        *args,
+        out,
+        precision=precision,
+        workspace_bytes=workspace,
+        mlp_split=mlp_split,
+        split_k=split_k,
+        mlp2_gemm=mlp2_gemm,
     )
     stats = compute_error_stats(out, expected, TOLERANCE)
     assert stats.passed, stats.report()
@@ -103,7 +117,7 @@ def test_one_window_fallback_path(monkeypatch):
     monkeypatch.setattr(kernel, "FUSED_WEIGHT_CONVERSION", False)
     monkeypatch.setattr(kernel, "GELU_EPILOGUE", kernel.EPILOGUE_GELU_LIBDEVICE)
     monkeypatch.setitem(kernel.ATTN_CONFIGS, "fp16", (64, 256, 3, 4, 1))
-    _check_block("fp16", 1, 5, 9)
+    _check_block("fp16", 1, 5, 9, mlp2_gemm="triton")
 
 
 @pytest.mark.parametrize(
@@ -123,7 +137,16 @@ def test_batched_chunked(fast_interpreter_configs, monkeypatch, path, mlp_split,
     attn = ("persistent", 128, 128, 2, 8, 3, 1) if new else (128, 256, 2, 8, 1)  # 2 key blocks per item
     monkeypatch.setitem(kernel.ATTN_CONFIGS, "fp16", attn)
     budget = 300 if mlp_split == "never" else 150
-    _check_block("fp16", 2, 15, 17, workspace_tokens=budget, mlp_split=mlp_split, expect=expect)
+    _check_block(
+        "fp16",
+        2,
+        15,
+        17,
+        workspace_tokens=budget,
+        mlp_split=mlp_split,
+        expect=expect,
+        mlp2_gemm="cublas" if new else "triton",
+    )
 
 
 def test_block_with_split_k(fast_interpreter_configs, monkeypatch):
@@ -138,8 +161,46 @@ def test_block_with_split_k(fast_interpreter_configs, monkeypatch):
         return launch
 
     monkeypatch.setattr(kernel, "_linear_launch", recording)
-    _check_block("fp16", 2, 15, 17, workspace_tokens=150, mlp_split="always", expect=(4, 6), split_k=4)
+    _check_block(
+        "fp16",
+        2,
+        15,
+        17,
+        workspace_tokens=150,
+        mlp_split="always",
+        expect=(4, 6),
+        split_k=4,
+        mlp2_gemm="triton",
+    )
     assert splits.count(4) == 6  # every MLP sub-chunk's down-projection, nothing else
+
+
+def test_mlp2_by_cublas_moves_its_bias(monkeypatch):
+    """MLP2_GEMM "cublas": the down-projection is a torch step (out += h W2^T) per MLP sub-chunk, b2 enters x1
+    through the projection's epilogue (BIAS2) and LayerNorm2 subtracts it (SHIFT); "triton" has none of it.
+    Both give the block (on the CPU the step is an fp32 addmm of the fp16 operands)."""
+    assert kernel.MLP2_GEMM == "cublas"
+    plans, original = [], kernel._launch
+
+    def recording(plan):
+        plans.append(plan)
+        return original(plan)
+
+    monkeypatch.setattr(kernel, "_launch", recording)
+    for mode in ("cublas", "triton"):
+        _check_block("fp16", 2, 15, 17, workspace_tokens=150, mlp_split="always", mlp2_gemm=mode)
+        plan = plans[-1]
+        steps = [p for p in plan if p[1] is None]
+        ln2 = [p for p in plan if p[0] is kernel._prologue_kernel and not p[3]["PAD_ROW"]]
+        proj = [p for p in plan if p[0] is not kernel._prologue_kernel and p[3].get("BIAS2")]
+        if mode == "cublas":
+            assert [p[0] for p in steps] == [kernel._addmm_step] * 6  # 4 chunks, 6 MLP sub-chunks
+            assert len(ln2) == 4 and all(p[3]["SHIFT"] for p in ln2)
+            assert len(proj) == 4
+        else:
+            assert not steps and not proj and not any(p[3]["SHIFT"] for p in ln2)
+    with pytest.raises(ValueError, match="mlp2_gemm"):
+        kernel.forward(*_inputs(1, 5, 9, seed=1), torch.empty(1, 5, 9, 768), mlp2_gemm="cuda")
 
 
 @pytest.mark.parametrize(

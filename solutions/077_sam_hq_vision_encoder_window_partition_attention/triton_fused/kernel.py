@@ -43,6 +43,7 @@ outside the image are the zero-padded ones (k = k-bias, v = v-bias: row T of qkv
 from __future__ import annotations
 
 import bisect
+import functools
 import inspect
 from dataclasses import dataclass
 
@@ -138,6 +139,13 @@ PDL = 1
 SPLIT_K: str | int = "auto"
 SPLIT_K_MAX = 2
 SPLIT_K_OVERHEAD = 4.0  # K steps' worth of a tile's fixed cost (pipeline fill, atomic epilogue)
+#: The MLP down-projection in the fp16 path: "cublas" (out += h W2^T by torch.addmm with fp16 operands and an
+#: fp32 result, in place: cuBLAS accumulates in fp32, like the Triton GEMM; its bias b2 is added by the
+#: projection's epilogue instead, into x1, and LayerNorm2 subtracts it again before its statistics) or "triton"
+#: (the TMA GEMM above, split-K). H200 (session 8, CUDA events, L2 flushed): 32768 x 768 x 3072 0.233 against
+#: 0.270 ms (663 against 574 TFLOP/s), 4096 rows 0.037 against 0.045 ms. "cublas" falls back to "triton"
+#: where torch has no fp32-output addmm for fp16 operands (`out_dtype`, PyTorch 2.8+).
+MLP2_GEMM = "cublas"
 
 
 # --------------------------------------------------------------------------------------------- kernels
@@ -171,6 +179,7 @@ def _prologue_kernel(
     src2_ptr,
     src3_ptr,
     dst_ptr,  # CONVERT: [sum of the weight sizes] fp16
+    shift_ptr,  # [C] fp32, SHIFT: subtracted from every row before the statistics
     C: tl.constexpr,
     BLOCK_C: tl.constexpr,
     ROWS: tl.constexpr,
@@ -181,8 +190,10 @@ def _prologue_kernel(
     NB1: tl.constexpr,
     NB2: tl.constexpr,
     PDL: tl.constexpr = 0,  # programmatic dependent launch (see _pdl_enter)
+    SHIFT: tl.constexpr = False,
 ):
-    """LayerNorm of rows (programs < n_ln_programs); with CONVERT the remaining programs convert weights."""
+    """LayerNorm of rows (programs < n_ln_programs); with CONVERT the remaining programs convert weights.
+    SHIFT: the rows are x - shift (LayerNorm2 when x1 holds the MLP's output bias too, MLP2_GEMM "cublas")."""
     _pdl_enter(PDL)
     pid = tl.program_id(0)
     if pid < n_ln_programs:
@@ -192,6 +203,8 @@ def _prologue_kernel(
         mask = (rows < n_rows)[:, None] & col_ok[None, :]
         offs = rows.to(tl.int64)[:, None] * C + cols[None, :]
         x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+        if SHIFT:
+            x -= tl.load(shift_ptr + cols, mask=col_ok, other=0.0)[None, :]
         mean = tl.sum(x, 1) / C
         xc = tl.where(col_ok[None, :], x - mean[:, None], 0.0)
         var = tl.sum(xc * xc, 1) / C  # biased variance, as the reference
@@ -243,11 +256,16 @@ def _acc_init(
     EPILOGUE: tl.constexpr,
     BM: tl.constexpr,
     BN: tl.constexpr,
+    bias2_ptr=None,
+    BIAS2: tl.constexpr = False,
 ):
     if EPILOGUE == 2:
         # the residual seeds the accumulator: no second [BM, BN] fp32 tile is live in the epilogue
         res = tl.load(res_ptr + offs_m[:, None] * N + offs_n[None, :], mask=(offs_m < M)[:, None], other=0.0)
-        acc = res + tl.load(bias_ptr + offs_n)[None, :]
+        bias = tl.load(bias_ptr + offs_n)
+        if BIAS2:  # a later layer's bias, added here (MLP2_GEMM "cublas": b2 into x1)
+            bias += tl.load(bias2_ptr + offs_n)
+        acc = res + bias[None, :]
     else:
         acc = tl.zeros((BM, BN), dtype=tl.float32)
     return acc
@@ -300,6 +318,7 @@ def _linear_kernel(
     res_ptr,  # [M, N] fp32 (EPILOGUE_RESIDUAL; may alias c_ptr)
     c_ptr,  # [M, N]
     M,
+    bias2_ptr,  # [N] fp32, BIAS2: added to the residual's bias (EPILOGUE_RESIDUAL)
     N: tl.constexpr,
     K: tl.constexpr,
     EPILOGUE: tl.constexpr,
@@ -308,6 +327,7 @@ def _linear_kernel(
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     PDL: tl.constexpr = 0,  # programmatic dependent launch (see _pdl_enter)
+    BIAS2: tl.constexpr = False,
 ):
     """One output tile per program; cp.async-pipelined pointer loads."""
     _pdl_enter(PDL)
@@ -318,7 +338,7 @@ def _linear_kernel(
     rows = offs_m % M  # rows past M re-read valid rows: no load masks; not stored
     a_ptrs = a_ptr + rows[:, None] * K + offs_k[None, :]  # [BLOCK_M, BLOCK_K]
     w_ptrs = w_ptr + offs_n[None, :] * K + offs_k[:, None]  # [BLOCK_K, BLOCK_N] view of W^T
-    acc = _acc_init(res_ptr, bias_ptr, offs_m, offs_n, M, N, EPILOGUE, BLOCK_M, BLOCK_N)
+    acc = _acc_init(res_ptr, bias_ptr, offs_m, offs_n, M, N, EPILOGUE, BLOCK_M, BLOCK_N, bias2_ptr, BIAS2)
     for _ in range(0, K // BLOCK_K):
         a = tl.load(a_ptrs)
         w = tl.load(w_ptrs)
@@ -337,6 +357,7 @@ def _linear_tma_kernel(
     c_ptr,
     M,
     num_programs,
+    bias2_ptr,  # [N] fp32, BIAS2: added to the residual's bias (EPILOGUE_RESIDUAL)
     N: tl.constexpr,
     K: tl.constexpr,
     EPILOGUE: tl.constexpr,
@@ -347,6 +368,7 @@ def _linear_tma_kernel(
     FLATTEN: tl.constexpr,
     SPLIT_K: tl.constexpr = 1,
     PDL: tl.constexpr = 0,  # programmatic dependent launch (see _pdl_enter)
+    BIAS2: tl.constexpr = False,
 ):
     """TMA loads; programs loop over output tiles (persistent when num_programs < the tile count).
 
@@ -363,7 +385,7 @@ def _linear_tma_kernel(
         off_m, off_n = _tile_coords(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         offs_m = off_m + tl.arange(0, BLOCK_M)
         offs_n = off_n + tl.arange(0, BLOCK_N)
-        acc = _acc_init(res_ptr, bias_ptr, offs_m, offs_n, M, N, EPILOGUE, BLOCK_M, BLOCK_N)
+        acc = _acc_init(res_ptr, bias_ptr, offs_m, offs_n, M, N, EPILOGUE, BLOCK_M, BLOCK_N, bias2_ptr, BIAS2)
         k0 = split * K_STEPS
         for kk in range(k0, k0 + K_STEPS):
             a = a_desc.load([off_m, kk * BLOCK_K])
@@ -634,7 +656,7 @@ def _window_attention_persistent_kernel(
 # launch of the call (views, TMA descriptors) first and then issues them back to back, so the GPU is not
 # left waiting on Python between kernels.
 
-Launch = tuple  # (triton.JITFunction, grid, args, kwargs)
+Launch = tuple  # (triton.JITFunction, grid, args, kwargs), or (function, None, args, kwargs): a torch step
 
 #: Issue a call's launches through the compiled kernels' own launchers (see _direct_launchers); False: the
 #: plain `fn[grid](...)` path for every launch.
@@ -705,6 +727,9 @@ def _direct_launchers(plan: list[Launch]) -> list[tuple]:
     device = torch.cuda.current_device()
     out = []
     for fn, grid, args, kwargs in plan:
+        if grid is None:  # a torch step: called as it is, in order
+            out.append((None, functools.partial(fn, *args, **kwargs)))
+            continue
         key = (fn, device, tuple(grid), tuple(map(_arg_key, args)), tuple(kwargs.items()))
         runner = _RUNNERS.get(key)
         if runner is None:
@@ -721,10 +746,46 @@ def _launch(plan: list[Launch]) -> None:
         runners = _direct_launchers(plan)
         stream = torch.cuda.current_stream().cuda_stream  # Triton's choice too: the current device's
         for runner, params in runners:
-            runner(*params, stream=stream)
+            if runner is None:
+                params()
+            else:
+                runner(*params, stream=stream)
         return
     for fn, grid, args, kwargs in plan:
-        fn[grid](*args, **kwargs)
+        if grid is None:
+            fn(*args, **kwargs)
+        else:
+            fn[grid](*args, **kwargs)
+
+
+_ADDMM_FP32_OUT: dict[int, bool] = {}  # CUDA device -> torch.addmm takes out_dtype fp32 with fp16 operands
+
+
+def _addmm_fp32_out_ok(device: torch.device) -> bool:
+    """Whether torch on this GPU computes fp16 x fp16 -> fp32 products in place (`torch.addmm(..., out_dtype=)`,
+    PyTorch 2.8+); checked once per device on a 16 x 16 product."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    ok = _ADDMM_FP32_OUT.get(index)
+    if ok is None:
+        c = torch.zeros(16, 16, device=device)
+        a = torch.ones(16, 16, device=device, dtype=torch.float16)
+        try:
+            torch.addmm(c, a, a.t(), out_dtype=torch.float32, out=c)
+            ok = bool((c == 16).all())
+        except (TypeError, RuntimeError):
+            ok = False
+        _ADDMM_FP32_OUT[index] = ok
+    return ok
+
+
+def _addmm_step(c: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> None:
+    """c += a @ wt: fp32 c, fp16 a [M, K] and wt [K, N] (a weight's transposed view); cuBLAS with fp32
+    accumulation on a GPU. Elsewhere (the interpreter's CPU tensors, the build's meta tensors) the same
+    products in fp32, where they are exact."""
+    if c.is_cuda:
+        torch.addmm(c, a, wt, out_dtype=torch.float32, out=c)
+    else:
+        c.addmm_(a.float(), wt.float())
 
 
 def _pdl_meta(device: torch.device) -> dict:
@@ -740,6 +801,7 @@ def _layernorm_launch(
     y: torch.Tensor,  # [n (+ 1 with pad_row), 768]
     pad_row: bool = False,
     convert: tuple[tuple[torch.Tensor, ...], torch.Tensor] | None = None,  # (4 fp32 weights, fp16 dst)
+    shift: torch.Tensor | None = None,  # [768] fp32: normalise x - shift
 ) -> Launch:
     rows, warps = LN_CONFIG
     n = x.shape[0]
@@ -752,13 +814,15 @@ def _layernorm_launch(
     meta = dict(
         C=HIDDEN, BLOCK_C=1024, ROWS=rows, PAD_ROW=pad_row, CONVERT=convert is not None,
         CVT_BLOCK=CVT_BLOCK, NB0=blocks[0], NB1=blocks[1], NB2=blocks[2], num_warps=warps,
+        SHIFT=shift is not None,
     )  # fmt: skip
     meta.update(_pdl_meta(x.device))
-    return _prologue_kernel, (n_ln + sum(blocks),), (x, weight, bias, y, n, eps, n_ln, *srcs, dst), meta
+    args = (x, weight, bias, y, n, eps, n_ln, *srcs, dst, bias if shift is None else shift)
+    return _prologue_kernel, (n_ln + sum(blocks),), args, meta
 
 
-def _layernorm(x, weight, bias, eps, y, pad_row=False, convert=None) -> None:
-    _launch([_layernorm_launch(x, weight, bias, eps, y, pad_row, convert)])
+def _layernorm(x, weight, bias, eps, y, pad_row=False, convert=None, shift=None) -> None:
+    _launch([_layernorm_launch(x, weight, bias, eps, y, pad_row, convert, shift)])
 
 
 def split_k_for(tiles: int, k_steps: int, slots: int, policy: str | int = "auto") -> int:
@@ -789,6 +853,7 @@ def _linear_launch(
     cfg: tuple,
     residual: torch.Tensor | None = None,
     split_k: str | int = 1,  # EPILOGUE_RESIDUAL in place (residual is c), "tma" kind: K splits (split_k_for)
+    bias2: torch.Tensor | None = None,  # [N] fp32, EPILOGUE_RESIDUAL: added with bias
 ) -> Launch:
     kind, block_m, block_n, block_k, group_m, warps, stages = cfg[:7]
     m, k = a.shape
@@ -808,13 +873,16 @@ def _linear_launch(
         epilogue = EPILOGUE_ACCUMULATE
     if kind == "ptr" and a.stride() != (k, 1):
         raise ValueError("linear: the pointer GEMM takes a contiguous A (a strided A needs a TMA kind)")
+    if bias2 is not None and epilogue != EPILOGUE_RESIDUAL:
+        raise ValueError("linear: a second bias only with the residual epilogue")
     res = c if residual is None else residual
     meta = dict(
         N=n, K=k, EPILOGUE=epilogue, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m,
-        num_warps=warps, num_stages=stages,
+        num_warps=warps, num_stages=stages, BIAS2=bias2 is not None,
     )  # fmt: skip
+    b2 = bias if bias2 is None else bias2
     if kind == "ptr":
-        return _linear_kernel, (tiles,), (a, w, bias, res, c, m), {**meta, **_pdl_meta(a.device)}
+        return _linear_kernel, (tiles,), (a, w, bias, res, c, m, b2), {**meta, **_pdl_meta(a.device)}
     if kind not in ("tma", "tma_persistent"):
         raise ValueError(f"GEMM config kind: expected 'ptr', 'tma' or 'tma_persistent', got {kind!r}")
     programs = tiles * splits
@@ -825,7 +893,7 @@ def _linear_launch(
     meta["FLATTEN"] = kind == "tma_persistent"
     meta["SPLIT_K"] = splits
     meta.update(_pdl_meta(a.device))
-    return _linear_tma_kernel, (programs,), (a_desc, w_desc, bias, res, c, m, programs), meta
+    return _linear_tma_kernel, (programs,), (a_desc, w_desc, bias, res, c, m, programs, b2), meta
 
 
 def _linear(a, w, bias, c, epilogue, cfg, residual=None, split_k=1) -> None:
@@ -1036,10 +1104,15 @@ def forward(
     workspace_bytes: int | None = None,
     mlp_split: str | None = None,
     split_k: str | int | None = None,
+    mlp2_gemm: str | None = None,
 ) -> None:
-    """The block; workspace_bytes / mlp_split override the scratch plan (plan_scratch), split_k the MLP
-    down-projection's K splits (SPLIT_K), for tests and tune.py."""
+    """The block; workspace_bytes / mlp_split override the scratch plan (plan_scratch), mlp2_gemm the MLP
+    down-projection's GEMM in fp16 (MLP2_GEMM) and split_k its K splits on the Triton one (SPLIT_K), for tests
+    and tune.py."""
     split_k = SPLIT_K if split_k is None else split_k
+    mlp2_gemm = MLP2_GEMM if mlp2_gemm is None else mlp2_gemm
+    if mlp2_gemm not in ("cublas", "triton"):
+        raise ValueError(f"mlp2_gemm: expected 'cublas' or 'triton', got {mlp2_gemm!r}")
     precision = precision or OPERAND_PRECISION
     if precision not in ("fp16", "tf32"):
         raise ValueError(f"precision: expected 'fp16' or 'tf32', got {precision!r}")
@@ -1078,6 +1151,13 @@ def forward(
     else:
         w_qkv, w_proj, w_mlp1, w_mlp2 = (w.to(op_dtype) for w in weights)
 
+    # the MLP down-projection by cuBLAS (MLP2_GEMM): b2 goes into x1 with the projection's bias, LN2 takes it out
+    cublas = (
+        op_dtype == torch.float16
+        and mlp2_gemm == "cublas"
+        and (x.device.type != "cuda" or _addmm_fp32_out_ok(x.device))
+    )
+    b2 = mlp_lin2_bias.contiguous() if cublas else None
     plan: list[Launch] = []
     out_h = out.view(torch.float16) if sp.compact else None  # [tokens, 1536]: a chunk's rows hold LN1's
     for (band0, band1, t0, t1), subs in zip(sp.chunks, sp.mlp_subs, strict=True):
@@ -1101,18 +1181,23 @@ def forward(
             _window_attention_launch(
                 qkv, o, qkv_bias, rel_pos_h, rel_pos_w, t0, n, height, width, band0, band1 - band0, attn_cfg
             ),
-            _linear_launch(o, w_proj, proj_bias, out_c, EPILOGUE_RESIDUAL, gemm["proj"], residual=x_c),
-            _layernorm_launch(out_c, layer_norm2_weight, layer_norm2_bias, eps, a2),
+            _linear_launch(
+                o, w_proj, proj_bias, out_c, EPILOGUE_RESIDUAL, gemm["proj"], residual=x_c, bias2=b2
+            ),
+            _layernorm_launch(out_c, layer_norm2_weight, layer_norm2_bias, eps, a2, shift=b2),
         ]
         for r0, r1 in subs:  # the MLP over row sub-chunks: h [r1 - r0, 3072] in qkv's space
             h = ws_big[h_base : h_base + (r1 - r0) * MLP_DIM].view(r1 - r0, MLP_DIM)
             out_s = out_c[r0:r1]
-            plan += [
-                _linear_launch(a2[r0:r1], w_mlp1, mlp_lin1_bias, h, GELU_EPILOGUE, gemm["mlp1"]),
-                _linear_launch(
-                    h, w_mlp2, mlp_lin2_bias, out_s, EPILOGUE_RESIDUAL, gemm["mlp2"], out_s, split_k
-                ),
-            ]
+            plan.append(_linear_launch(a2[r0:r1], w_mlp1, mlp_lin1_bias, h, GELU_EPILOGUE, gemm["mlp1"]))
+            if cublas:  # out_s already holds x1 + b2
+                plan.append((_addmm_step, None, (out_s, h, w_mlp2.t()), {}))
+            else:
+                plan.append(
+                    _linear_launch(
+                        h, w_mlp2, mlp_lin2_bias, out_s, EPILOGUE_RESIDUAL, gemm["mlp2"], out_s, split_k
+                    )
+                )
         convert = None  # the weights once, in the first chunk's LayerNorm launch
     _launch(plan)
 
