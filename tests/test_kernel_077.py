@@ -203,6 +203,30 @@ def test_mlp2_by_cublas_moves_its_bias(monkeypatch):
         kernel.forward(*_inputs(1, 5, 9, seed=1), torch.empty(1, 5, 9, 768), mlp2_gemm="cuda")
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
+def test_mlp2_falls_back_without_fp32_out_addmm(monkeypatch):
+    """Where torch has no fp32-output addmm for fp16 operands, MLP2_GEMM "cublas" runs the Triton GEMM."""
+    device = torch.device("cuda", torch.cuda.current_device())
+    assert kernel._addmm_fp32_out_ok(device)  # torch >= 2.8 on the GPU machines
+    plans, original = [], kernel._launch
+
+    def recording(plan):
+        plans.append(plan)
+        return original(plan)
+
+    monkeypatch.setattr(kernel, "_launch", recording)
+    _check_block("fp16", 2, 15, 17, workspace_tokens=150, mlp_split="always")
+    assert sum(p[1] is None for p in plans[-1]) == 6  # cuBLAS steps where torch has them
+    monkeypatch.setitem(kernel._ADDMM_FP32_OUT, device.index, False)
+    _check_block("fp16", 2, 15, 17, workspace_tokens=150, mlp_split="always")
+    assert not any(p[1] is None for p in plans[-1])
+    assert (
+        sum(p[3].get("EPILOGUE") in (kernel.EPILOGUE_RESIDUAL, kernel.EPILOGUE_ACCUMULATE) for p in plans[-1])
+        == 10
+    )
+
+
 @pytest.mark.parametrize(
     ("tiles", "splits"),
     [(96, 1), (192, 2), (294, 2), (663, 2), (108, 1), (768, 1), (1, 2)],

@@ -16,10 +16,12 @@ T tokens, seven launches, all prepared before the first one is issued (fp16, COM
                                                         until 4); chunk 0 also converts the weights
     2. a Wqkv^T + bqkv             -> qkv [T + 1, 2304] fp16; row T = the padded token's q, k, v
     3. window attention(qkv)       -> o = qkv[:, :768]  over q (each q is read by one item, then replaced)
-    4. x + o Wp^T + bp             -> out [T, 768]   fp32 (x1 lives in the output)
-    5. LN2(out)                    -> a2  [T, 768]   at the start of qkv's space (qkv is dead after 4)
+    4. x + o Wp^T + bp + b2        -> out [T, 768]   fp32 (x1 + b2 lives in the output)
+    5. LN2(out - b2)               -> a2  [T, 768]   at the start of qkv's space (qkv is dead after 4)
     6. gelu(a2 W1^T + b1)          -> h   [T, 3072]  after a2 in qkv's space
-    7. out + h W2^T + b2           -> out            (in place: every element read and written by one program)
+    7. out + h W2^T                -> out            in place, by cuBLAS (torch.addmm, fp16 operands, fp32
+                                                     result; MLP2_GEMM). With MLP2_GEMM "triton": 4 adds bp
+                                                     only, 5 is LN2(out), 7 a Triton GEMM adding b2
 With the MLP split (plan_scratch), 6 and 7 run per row sub-chunk (h [T / 2, 3072]: a2 + h fit in qkv's
 space, 4.5 KB of scratch per chunk token). tf32 (and a pointer-GEMM projection) keep a separate `a`
 buffer [T + 1, 768] for LN1's rows, o and LN2's rows, and h in qkv's space.
