@@ -76,7 +76,6 @@ def _check_block(
     expect=None,
     split_k=None,
     mlp2_gemm=None,
-    qkv_gemm=None,
 ):
     """workspace_tokens: a chunk budget in tokens (forces several chunks); expect: (chunks, MLP sub-chunks)."""
     args = _inputs(batch, height, width, seed=height * 100 + width)
@@ -99,7 +98,6 @@ def _check_block(
         mlp_split=mlp_split,
         split_k=split_k,
         mlp2_gemm=mlp2_gemm,
-        qkv_gemm=qkv_gemm,
     )
     stats = compute_error_stats(out, expected, TOLERANCE)
     assert stats.passed, stats.report()
@@ -148,7 +146,6 @@ def test_batched_chunked(fast_interpreter_configs, monkeypatch, path, mlp_split,
         mlp_split=mlp_split,
         expect=expect,
         mlp2_gemm="cublas" if new else "triton",
-        qkv_gemm="cublas" if new else "triton",
     )
 
 
@@ -178,13 +175,11 @@ def test_block_with_split_k(fast_interpreter_configs, monkeypatch):
     assert splits.count(4) == 6  # every MLP sub-chunk's down-projection, nothing else
 
 
-def test_cublas_steps_carry_the_biases(monkeypatch):
-    """QKV_GEMM / MLP2_GEMM "cublas": torch steps between the Triton launches. qkv = a_aug Wqkv_aug^T per chunk
-    (LayerNorm1 writes the augmented rows, AUG; chunk 0's conversion the bias columns), out += h W2^T per MLP
-    sub-chunk with b2 entering x1 through the projection's epilogue (BIAS2) and leaving LayerNorm2's input
-    (SHIFT). "triton" has none of it. Both give the block (on the CPU the steps are fp32 products of the fp16
-    values)."""
-    assert kernel.QKV_GEMM == "cublas" and kernel.MLP2_GEMM == "cublas"
+def test_mlp2_by_cublas_moves_its_bias(monkeypatch):
+    """MLP2_GEMM "cublas": the down-projection is a torch step (out += h W2^T) per MLP sub-chunk, b2 enters x1
+    through the projection's epilogue (BIAS2) and LayerNorm2 subtracts it (SHIFT); "triton" has none of it.
+    Both give the block (on the CPU the step is an fp32 addmm of the fp16 operands)."""
+    assert kernel.MLP2_GEMM == "cublas"
     plans, original = [], kernel._launch
 
     def recording(plan):
@@ -193,35 +188,19 @@ def test_cublas_steps_carry_the_biases(monkeypatch):
 
     monkeypatch.setattr(kernel, "_launch", recording)
     for mode in ("cublas", "triton"):
-        _check_block(
-            "fp16", 2, 15, 17, workspace_tokens=150, mlp_split="always", mlp2_gemm=mode, qkv_gemm=mode
-        )
+        _check_block("fp16", 2, 15, 17, workspace_tokens=150, mlp_split="always", mlp2_gemm=mode)
         plan = plans[-1]
-        steps = [p[0] for p in plan if p[1] is None]
-        ln1 = [p for p in plan if p[0] is kernel._prologue_kernel and p[3]["PAD_ROW"]]
+        steps = [p for p in plan if p[1] is None]
         ln2 = [p for p in plan if p[0] is kernel._prologue_kernel and not p[3]["PAD_ROW"]]
         proj = [p for p in plan if p[0] is not kernel._prologue_kernel and p[3].get("BIAS2")]
-        aug = kernel.QKV_AUG if mode == "cublas" else 0
-        assert len(ln1) == 4 and [p[3]["AUG"] for p in ln1] == [aug] * 4 and ln1[0][3]["CONVERT"]
-        sp = kernel.plan_scratch(2, 15, 17, workspace_bytes=150 * 3840 * 2, mlp_split="always", qkv_gemm=mode)
-        assert sp.weight_elems == kernel.WEIGHT_ELEMENTS + kernel.QKV_DIM * aug
-        if mode == "cublas":  # 4 chunks, 6 MLP sub-chunks
-            assert steps.count(kernel._mm_step) == 4 and steps.count(kernel._addmm_step) == 6
+        if mode == "cublas":
+            assert [p[0] for p in steps] == [kernel._addmm_step] * 6  # 4 chunks, 6 MLP sub-chunks
             assert len(ln2) == 4 and all(p[3]["SHIFT"] for p in ln2)
             assert len(proj) == 4
         else:
             assert not steps and not proj and not any(p[3]["SHIFT"] for p in ln2)
-    args = _inputs(1, 5, 9, seed=1)
-    for field in ("mlp2_gemm", "qkv_gemm"):
-        with pytest.raises(ValueError, match=field):
-            kernel.forward(*args, torch.empty(1, 5, 9, 768), **{field: "cuda"})
-
-
-def test_one_token_image_with_augmented_rows():
-    # a 1x1 image: the one-token chunk's augmented LN1 rows (2 x 776) do not fit in its output row (1536
-    # halves) and get their own 3 KB
-    _check_block("fp16", 1, 1, 1)
-    _check_block("fp16", 2, 1, 1)
+    with pytest.raises(ValueError, match="mlp2_gemm"):
+        kernel.forward(*_inputs(1, 5, 9, seed=1), torch.empty(1, 5, 9, 768), mlp2_gemm="cuda")
 
 
 @pytest.mark.gpu
@@ -238,10 +217,10 @@ def test_mlp2_falls_back_without_fp32_out_addmm(monkeypatch):
 
     monkeypatch.setattr(kernel, "_launch", recording)
     _check_block("fp16", 2, 15, 17, workspace_tokens=150, mlp_split="always")
-    assert [p[0] for p in plans[-1]].count(kernel._addmm_step) == 6  # cuBLAS steps where torch has them
+    assert sum(p[1] is None for p in plans[-1]) == 6  # cuBLAS steps where torch has them
     monkeypatch.setitem(kernel._ADDMM_FP32_OUT, device.index, False)
     _check_block("fp16", 2, 15, 17, workspace_tokens=150, mlp_split="always")
-    assert kernel._addmm_step not in [p[0] for p in plans[-1]]
+    assert not any(p[1] is None for p in plans[-1])
     assert (
         sum(p[3].get("EPILOGUE") in (kernel.EPILOGUE_RESIDUAL, kernel.EPILOGUE_ACCUMULATE) for p in plans[-1])
         == 10

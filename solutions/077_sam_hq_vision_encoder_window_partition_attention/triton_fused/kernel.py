@@ -148,13 +148,6 @@ SPLIT_K_OVERHEAD = 4.0  # K steps' worth of a tile's fixed cost (pipeline fill, 
 #: 0.270 ms (663 against 574 TFLOP/s), 4096 rows 0.037 against 0.045 ms. "cublas" falls back to "triton"
 #: where torch has no fp32-output addmm for fp16 operands (`out_dtype`, PyTorch 2.8+).
 MLP2_GEMM = "cublas"
-#: The qkv projection in the fp16 compact path: "cublas" (qkv = a_aug Wqkv_aug^T by torch.mm, fp16 operands,
-#: fp32 accumulation, fp16 result) or "triton". cuBLAS adds no fp32 bias to an fp16 product, so the bias rides
-#: in the product: K is augmented by QKV_AUG columns, LayerNorm1 writes 1 into two of them, and the weight
-#: conversion writes the bias's fp16 hi and lo parts there (bias error ~2^-22 relative), the rest 0. During the
-#: call torch's allow_fp16_reduced_precision_reduction is off (restored after), so cuBLAS reduces in fp32.
-QKV_GEMM = "cublas"
-QKV_AUG = 8  # 16 bytes of fp16: keeps the rows of a and Wqkv 16-byte aligned
 
 
 # --------------------------------------------------------------------------------------------- kernels
@@ -179,7 +172,7 @@ def _prologue_kernel(
     x_ptr,  # [n_rows, C] fp32
     w_ptr,  # [C] fp32
     b_ptr,  # [C] fp32
-    y_ptr,  # [n_rows (+ 1 with PAD_ROW), C + AUG] operand dtype
+    y_ptr,  # [n_rows (+ 1 with PAD_ROW), C] operand dtype
     n_rows,
     eps,
     n_ln_programs,
@@ -187,9 +180,8 @@ def _prologue_kernel(
     src1_ptr,
     src2_ptr,
     src3_ptr,
-    dst_ptr,  # CONVERT: [sum of the weight sizes (+ the first weight's rows x AUG)] fp16
+    dst_ptr,  # CONVERT: [sum of the weight sizes] fp16
     shift_ptr,  # [C] fp32, SHIFT: subtracted from every row before the statistics
-    aug_bias_ptr,  # CONVERT with AUG: [rows of the first weight] fp32, its bias (see AUG)
     C: tl.constexpr,
     BLOCK_C: tl.constexpr,
     ROWS: tl.constexpr,
@@ -201,15 +193,9 @@ def _prologue_kernel(
     NB2: tl.constexpr,
     PDL: tl.constexpr = 0,  # programmatic dependent launch (see _pdl_enter)
     SHIFT: tl.constexpr = False,
-    NB3: tl.constexpr = 0,
-    AUG: tl.constexpr = 0,
 ):
     """LayerNorm of rows (programs < n_ln_programs); with CONVERT the remaining programs convert weights.
-    SHIFT: the rows are x - shift (LayerNorm2 when x1 holds the MLP's output bias too, MLP2_GEMM "cublas").
-    AUG > 0 (QKV_GEMM "cublas"): K augmented by AUG columns that carry the qkv bias through the product:
-    y rows are C + AUG wide, columns C and C + 1 are 1 and the rest of the AUG 0 (the padded row's too);
-    the first weight is converted into rows of C + AUG, its columns C and C + 1 the bias's fp16 hi and lo
-    parts (by AUG more programs, after the NB0..NB3 conversion blocks), the rest 0."""
+    SHIFT: the rows are x - shift (LayerNorm2 when x1 holds the MLP's output bias too, MLP2_GEMM "cublas")."""
     _pdl_enter(PDL)
     pid = tl.program_id(0)
     if pid < n_ln_programs:
@@ -231,40 +217,19 @@ def _prologue_kernel(
         if PAD_ROW:
             y = tl.where((rows < n_rows)[:, None], y, 0.0)
             mask = (rows <= n_rows)[:, None] & col_ok[None, :]
-        if AUG > 0:  # the bias columns' ones (y is 0 beyond C); rows C + AUG wide
-            y = tl.where(((cols == C) | (cols == C + 1))[None, :], 1.0, y)
-            if PAD_ROW:
-                row_end = n_rows + 1
-            else:
-                row_end = n_rows
-            mask = (rows < row_end)[:, None] & (cols < C + AUG)[None, :]
-            offs = rows.to(tl.int64)[:, None] * (C + AUG) + cols[None, :]
         tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
     elif CONVERT:
         blk = pid - n_ln_programs
+        if blk < NB0:
+            src = src0_ptr + blk * CVT_BLOCK
+        elif blk < NB0 + NB1:
+            src = src1_ptr + (blk - NB0) * CVT_BLOCK
+        elif blk < NB0 + NB1 + NB2:
+            src = src2_ptr + (blk - NB0 - NB1) * CVT_BLOCK
+        else:
+            src = src3_ptr + (blk - NB0 - NB1 - NB2) * CVT_BLOCK
         cvt = tl.arange(0, CVT_BLOCK)
-        if blk < NB0 + NB1 + NB2 + NB3:
-            if blk < NB0:
-                src = src0_ptr + blk * CVT_BLOCK
-            elif blk < NB0 + NB1:
-                src = src1_ptr + (blk - NB0) * CVT_BLOCK
-            elif blk < NB0 + NB1 + NB2:
-                src = src2_ptr + (blk - NB0 - NB1) * CVT_BLOCK
-            else:
-                src = src3_ptr + (blk - NB0 - NB1 - NB2) * CVT_BLOCK
-            e = blk * CVT_BLOCK + cvt
-            if AUG > 0:  # the first weight's rows are C + AUG wide; the others follow it
-                e += tl.minimum(e // C, NB0 * CVT_BLOCK // C) * AUG
-            tl.store(dst_ptr + e, tl.load(src + cvt).to(dst_ptr.dtype.element_ty))
-        elif AUG > 0:  # the first weight's bias columns: hi, lo, zeros
-            f = (blk - NB0 - NB1 - NB2 - NB3) * CVT_BLOCK + cvt
-            r = f // AUG
-            j = f % AUG
-            ok = r < NB0 * CVT_BLOCK // C
-            bias = tl.load(aug_bias_ptr + r, mask=ok, other=0.0)
-            hi = bias.to(dst_ptr.dtype.element_ty).to(tl.float32)
-            val = tl.where(j == 0, bias, tl.where(j == 1, bias - hi, 0.0))
-            tl.store(dst_ptr + r * (C + AUG) + C + j, val.to(dst_ptr.dtype.element_ty), mask=ok)
+        tl.store(dst_ptr + blk * CVT_BLOCK + cvt, tl.load(src + cvt).to(dst_ptr.dtype.element_ty))
 
 
 @triton.jit
@@ -815,24 +780,6 @@ def _addmm_fp32_out_ok(device: torch.device) -> bool:
     return ok
 
 
-def _bias_columns(bias: torch.Tensor, aug: int, dtype: torch.dtype) -> torch.Tensor:
-    """[N, aug] columns that carry an fp32 bias through an fp16 product with K augmented by ones: the bias's
-    hi and lo parts in the first two, zeros in the rest (the fused conversion writes the same)."""
-    cols = torch.zeros((bias.numel(), aug), dtype=dtype, device=bias.device)
-    cols[:, 0] = bias.to(dtype)
-    cols[:, 1] = (bias - cols[:, 0].float()).to(dtype)
-    return cols
-
-
-def _mm_step(c: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> None:
-    """c = a @ wt, all fp16 (fp32 accumulation: forward turns torch's reduced-precision reduction off); cuBLAS
-    on a GPU, elsewhere in fp32 from the fp16 values, rounded once."""
-    if c.is_cuda:
-        torch.mm(a, wt, out=c)
-    else:
-        c.copy_(a.float() @ wt.float())
-
-
 def _addmm_step(c: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> None:
     """c += a @ wt: fp32 c, fp16 a [M, K] and wt [K, N] (a weight's transposed view); cuBLAS with fp32
     accumulation on a GPU. Elsewhere (the interpreter's CPU tensors, the build's meta tensors) the same
@@ -853,12 +800,10 @@ def _layernorm_launch(
     weight: torch.Tensor,
     bias: torch.Tensor,
     eps: float,
-    y: torch.Tensor,  # [n (+ 1 with pad_row), 768 + aug]
+    y: torch.Tensor,  # [n (+ 1 with pad_row), 768]
     pad_row: bool = False,
     convert: tuple[tuple[torch.Tensor, ...], torch.Tensor] | None = None,  # (4 fp32 weights, fp16 dst)
     shift: torch.Tensor | None = None,  # [768] fp32: normalise x - shift
-    aug: int = 0,  # K augmentation (QKV_GEMM "cublas"): y's bias columns, and with convert Wqkv's
-    aug_bias: torch.Tensor | None = None,  # [2304] fp32: the qkv bias (aug with convert)
 ) -> Launch:
     rows, warps = LN_CONFIG
     n = x.shape[0]
@@ -868,28 +813,18 @@ def _layernorm_launch(
     else:
         srcs, dst = convert
         blocks = tuple(w.numel() // CVT_BLOCK for w in srcs)
-    n_bias = 0
-    if aug and convert is not None:
-        if aug_bias is None or aug_bias.numel() != srcs[0].numel() // HIDDEN:
-            raise ValueError("layernorm: augmented conversion needs the first weight's bias")
-        n_bias = triton.cdiv(aug_bias.numel() * aug, CVT_BLOCK)
     meta = dict(
         C=HIDDEN, BLOCK_C=1024, ROWS=rows, PAD_ROW=pad_row, CONVERT=convert is not None,
         CVT_BLOCK=CVT_BLOCK, NB0=blocks[0], NB1=blocks[1], NB2=blocks[2], num_warps=warps,
-        SHIFT=shift is not None, NB3=blocks[3], AUG=aug,
+        SHIFT=shift is not None,
     )  # fmt: skip
     meta.update(_pdl_meta(x.device))
-    args = (
-        x, weight, bias, y, n, eps, n_ln, *srcs, dst, bias if shift is None else shift,
-        bias if aug_bias is None else aug_bias,
-    )  # fmt: skip
-    return _prologue_kernel, (n_ln + sum(blocks) + n_bias,), args, meta
+    args = (x, weight, bias, y, n, eps, n_ln, *srcs, dst, bias if shift is None else shift)
+    return _prologue_kernel, (n_ln + sum(blocks),), args, meta
 
 
-def _layernorm(
-    x, weight, bias, eps, y, pad_row=False, convert=None, shift=None, aug=0, aug_bias=None
-) -> None:
-    _launch([_layernorm_launch(x, weight, bias, eps, y, pad_row, convert, shift, aug, aug_bias)])
+def _layernorm(x, weight, bias, eps, y, pad_row=False, convert=None, shift=None) -> None:
+    _launch([_layernorm_launch(x, weight, bias, eps, y, pad_row, convert, shift)])
 
 
 def split_k_for(tiles: int, k_steps: int, slots: int, policy: str | int = "auto") -> int:
@@ -1086,14 +1021,6 @@ def _even_split(n: int, parts: int) -> tuple:
     return tuple((r0, r1) for r0, r1 in zip(cuts[:-1], cuts[1:], strict=True) if r1 > r0)
 
 
-def _qkv_by_cublas(compact: bool, qkv_gemm: str | None = None) -> bool:
-    """QKV_GEMM "cublas" applies to the compact layout (fp16): LN1's augmented rows live in the output's."""
-    qkv_gemm = QKV_GEMM if qkv_gemm is None else qkv_gemm
-    if qkv_gemm not in ("cublas", "triton"):
-        raise ValueError(f"qkv_gemm: expected 'cublas' or 'triton', got {qkv_gemm!r}")
-    return compact and qkv_gemm == "cublas"
-
-
 def _compact_layout(precision: str) -> bool:
     """COMPACT_LAYOUT applies to fp16 with a TMA projection (its A, o over q, has the qkv row stride)."""
     return COMPACT_LAYOUT and precision == "fp16" and GEMM_CONFIGS["fp16"]["proj"][0] != "ptr"
@@ -1109,7 +1036,6 @@ def plan_scratch(
     mlp_split: str | None = None,
     ratio: float | None = None,
     compact: bool | None = None,
-    qkv_gemm: str | None = None,
 ) -> ScratchPlan:
     """Chunks, MLP sub-chunks and buffer sizes of one forward() call; exact bytes in .scratch_bytes.
 
@@ -1131,8 +1057,6 @@ def plan_scratch(
         raise ValueError("the compact layout is fp16 only (LN1's rows must fit in the output's rows)")
     elem = 4 if precision == "tf32" else 2
     weight_elems = WEIGHT_ELEMENTS if precision == "fp16" else 0  # tf32: the fp32 weights as they are
-    if _qkv_by_cublas(compact, qkv_gemm):  # Wqkv with the bias columns
-        weight_elems += QKV_DIM * QKV_AUG
     input_bytes = batch * height * width * HIDDEN * 4
     if workspace_bytes is None:
         total = max(int(ratio * input_bytes), MIN_WORKSPACE_BYTES)
@@ -1183,11 +1107,10 @@ def forward(
     mlp_split: str | None = None,
     split_k: str | int | None = None,
     mlp2_gemm: str | None = None,
-    qkv_gemm: str | None = None,
 ) -> None:
-    """The block; workspace_bytes / mlp_split override the scratch plan (plan_scratch), qkv_gemm / mlp2_gemm
-    the qkv projection's and the MLP down-projection's GEMM in fp16 (QKV_GEMM, MLP2_GEMM) and split_k the
-    latter's K splits on the Triton one (SPLIT_K), for tests and tune.py."""
+    """The block; workspace_bytes / mlp_split override the scratch plan (plan_scratch), mlp2_gemm the MLP
+    down-projection's GEMM in fp16 (MLP2_GEMM) and split_k its K splits on the Triton one (SPLIT_K), for tests
+    and tune.py."""
     split_k = SPLIT_K if split_k is None else split_k
     mlp2_gemm = MLP2_GEMM if mlp2_gemm is None else mlp2_gemm
     if mlp2_gemm not in ("cublas", "triton"):
@@ -1213,36 +1136,22 @@ def forward(
     out = output.view(tokens, HIDDEN)
 
     # scratch (plan_scratch): qkv [T + 1, 2304] / LN2 + h, and in tf32 a [T + 1, 768], T tokens per chunk
-    sp = plan_scratch(
-        batch,
-        height,
-        width,
-        precision,
-        workspace_bytes=workspace_bytes,
-        mlp_split=mlp_split,
-        qkv_gemm=qkv_gemm,
-    )
+    sp = plan_scratch(batch, height, width, precision, workspace_bytes=workspace_bytes, mlp_split=mlp_split)
     ws_a = torch.empty((sp.a_elems,), dtype=op_dtype, device=x.device) if sp.a_elems else None
     ws_big = torch.empty((sp.big_elems,), dtype=op_dtype, device=x.device)
-    # the qkv projection by cuBLAS (QKV_GEMM): K augmented, the bias in Wqkv's extra columns
-    aug = QKV_AUG if _qkv_by_cublas(sp.compact, qkv_gemm) else 0
-    k_qkv = HIDDEN + aug
     convert = None
-    shapes = ((QKV_DIM, k_qkv), *(w.shape for w in weights[1:]))
     if op_dtype == torch.float16 and FUSED_WEIGHT_CONVERSION:
         # weights converted on every call (no caching), by extra programs of the first LayerNorm launch
-        w16 = torch.empty((sp.weight_elems,), dtype=op_dtype, device=x.device)
+        w16 = torch.empty((sum(w.numel() for w in weights),), dtype=op_dtype, device=x.device)
         ends = [0]
-        for shape in shapes:
-            ends.append(ends[-1] + shape[0] * shape[1])
+        for w in weights:
+            ends.append(ends[-1] + w.numel())
         w_qkv, w_proj, w_mlp1, w_mlp2 = (
-            w16[e0:e1].view(shape) for e0, e1, shape in zip(ends[:-1], ends[1:], shapes, strict=True)
+            w16[e0:e1].view(w.shape) for e0, e1, w in zip(ends[:-1], ends[1:], weights, strict=True)
         )
         convert = (weights, w16)
     else:
         w_qkv, w_proj, w_mlp1, w_mlp2 = (w.to(op_dtype) for w in weights)
-        if aug:
-            w_qkv = torch.cat([w_qkv, _bias_columns(qkv_bias, aug, op_dtype)], dim=1)
 
     # the MLP down-projection by cuBLAS (MLP2_GEMM): b2 goes into x1 with the projection's bias, LN2 takes it out
     cublas = (
@@ -1252,35 +1161,25 @@ def forward(
     )
     b2 = mlp_lin2_bias.contiguous() if cublas else None
     plan: list[Launch] = []
-    torch_fp16_steps = False
     out_h = out.view(torch.float16) if sp.compact else None  # [tokens, 1536]: a chunk's rows hold LN1's
     for (band0, band1, t0, t1), subs in zip(sp.chunks, sp.mlp_subs, strict=True):
         n = t1 - t0
         qkv = ws_big[: (n + 1) * QKV_DIM].view(n + 1, QKV_DIM)
         x_c, out_c = x[t0:t1], out[t0:t1]
-        # row n of a: zeros (and the bias columns' ones), so row n of qkv is the padded token's
+        # row n of a: zeros, so row n of qkv is the padded token's
         if sp.compact:
-            if (n + 1) * k_qkv <= n * 2 * HIDDEN:  # free until the projection
-                a = out_h[t0:t1].reshape(-1)[: (n + 1) * k_qkv].view(n + 1, k_qkv)
-            else:  # a one-token chunk with the augmented rows: 3 KB of its own
-                a = torch.empty((n + 1, k_qkv), dtype=op_dtype, device=x.device)
+            a = out_h[t0:t1].reshape(-1)[: (n + 1) * HIDDEN].view(n + 1, HIDDEN)  # free until the projection
             o = qkv[:n, :HIDDEN]  # over q
             a2, h_base = ws_big[: n * HIDDEN].view(n, HIDDEN), n * HIDDEN  # after the projection
         else:
             a = ws_a[: (n + 1) * HIDDEN].view(n + 1, HIDDEN)
             o = a2 = a[:n]
             h_base = 0
-        plan.append(
-            _layernorm_launch(
-                x_c, layer_norm1_weight, layer_norm1_bias, eps, a, True, convert, aug=aug, aug_bias=qkv_bias
-            )
-        )
-        if aug:
-            plan.append((_mm_step, None, (qkv, a, w_qkv.t()), {}))
-            torch_fp16_steps = True
-        else:
-            plan.append(_linear_launch(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, gemm["qkv"]))
         plan += [
+            _layernorm_launch(
+                x_c, layer_norm1_weight, layer_norm1_bias, eps, a, pad_row=True, convert=convert
+            ),
+            _linear_launch(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, gemm["qkv"]),
             _window_attention_launch(
                 qkv, o, qkv_bias, rel_pos_h, rel_pos_w, t0, n, height, width, band0, band1 - band0, attn_cfg
             ),
@@ -1302,17 +1201,7 @@ def forward(
                     )
                 )
         convert = None  # the weights once, in the first chunk's LayerNorm launch
-    if torch_fp16_steps and x.device.type == "cuda":
-        # cuBLAS may reduce fp16 products in fp16 unless told otherwise (torch's global switch, restored)
-        matmul = torch.backends.cuda.matmul
-        allowed = matmul.allow_fp16_reduced_precision_reduction
-        matmul.allow_fp16_reduced_precision_reduction = False
-        try:
-            _launch(plan)
-        finally:
-            matmul.allow_fp16_reduced_precision_reduction = allowed
-    else:
-        _launch(plan)
+    _launch(plan)
 
 
 def run(
