@@ -27,8 +27,9 @@ Phases (work items in brackets; a row tile is 16 flat rows):
   7 [items x chunks]         i2t pass: scores, softmax over each head's tokens, values (p split in two TF32
                              parts; VW's TF32 residual too with v_terms=3), residual, LN4, store; also
                              re-zeroes the accumulators for the next call
-Key-side rows: 8 heads x TPK padded tokens per item (TPK 8 for T <= 8, 16 above; the i2t side, phases 6 and 7,
-has its own TPK7, 4 for T <= 4: Config.tpk7_min). Phases 1a and 6a split the contractions of 1 and 6.
+Key-side rows: 8 heads x TPK padded tokens per item (TPK 8 for T <= 8, 16 above, and 4 for T <= 4 where key
+chunks are short: Config.tpk4_chunk; the i2t side, phases 6 and 7, has its own TPK7, 4 for T <= 4:
+Config.tpk7_min). Phases 1a and 6a split the contractions of 1 and 6.
 The query side (phases 1, 2, 4, 5, 6) runs on the tensor cores in one TF32 product of operands rounded to
 nearest (Config.q_terms 1; 3xTF32, about fp32, with q_terms 3 or per phase with q3_phases), the 256-wide
 contractions in a real loop over KC-wide pieces (one copy of the code), the [16, 256] outputs optionally in a
