@@ -127,19 +127,7 @@ CASES = {
         4,
         130,
         False,
-        dict(
-            mode="multi",
-            grid=40,
-            min_chunk=16,
-            ncb=2,
-            nd=2,
-            hb=1024,
-            kc=32,
-            bs1=32,
-            bs2=32,
-            csplit1=2,
-            tpk4_chunk=16,
-        ),
+        dict(mode="multi", grid=40, min_chunk=16, ncb=2, nd=2, hb=1024, kc=32, csplit1=2, tpk4_chunk=16),
     ),  # fmt: skip
     "multi-T16-halves": (
         2,
