@@ -8,7 +8,8 @@ Phases (about 1.5 minutes on an H200, Triton compilation included):
   1. per stage, on the token count of workload 6 (2 x 256 x 256 = 131072 tokens): check every candidate
      against a PyTorch / fallback-kernel result on the same data, time it (CUDA events, L2 flushed before
      each call, median of 10), keep the fastest correct one. Stages: the prologue (LayerNorm 1 + weight
-     conversion), the four GEMMs, the window attention;
+     conversion), the four Triton GEMMs (the MLP down-projection's config applies with MLP2_GEMM "triton";
+     the default runs it on cuBLAS), the window attention;
   2. end to end, the stage winners ("new") on all 16 official workloads (seed 200, inputs the official way,
      compute_error_stats): accepted when every workload passes with >= 99.99 % matched; otherwise the
      last measured configuration ("prev": the current defaults), then the first committed one ("orig":
