@@ -76,7 +76,6 @@ def _check_block(
     expect=None,
     split_k=None,
     mlp2_gemm=None,
-    qkv_gemm=None,
 ):
     """workspace_tokens: a chunk budget in tokens (forces several chunks); expect: (chunks, MLP sub-chunks)."""
     args = _inputs(batch, height, width, seed=height * 100 + width)
@@ -99,7 +98,6 @@ def _check_block(
         mlp_split=mlp_split,
         split_k=split_k,
         mlp2_gemm=mlp2_gemm,
-        qkv_gemm=qkv_gemm,
     )
     stats = compute_error_stats(out, expected, TOLERANCE)
     assert stats.passed, stats.report()
@@ -148,7 +146,6 @@ def test_batched_chunked(fast_interpreter_configs, monkeypatch, path, mlp_split,
         mlp_split=mlp_split,
         expect=expect,
         mlp2_gemm="cublas" if new else "triton",
-        qkv_gemm="split" if new else "triton",
     )
 
 
@@ -178,13 +175,11 @@ def test_block_with_split_k(fast_interpreter_configs, monkeypatch):
     assert splits.count(4) == 6  # every MLP sub-chunk's down-projection, nothing else
 
 
-def test_cublas_steps_and_the_moved_biases(monkeypatch):
-    """The defaults put torch steps between the Triton launches. QKV_GEMM "split": q by the Triton GEMM into
-    qkv's rows (LDC), k | v by cuBLAS without bias, W_p b_v (+ b2) computed once for the projection's second
-    bias. MLP2_GEMM "cublas": out += h W2^T per MLP sub-chunk, b2 entering x1 through the projection's epilogue
-    (BIAS2) and leaving LayerNorm2's input (SHIFT). "triton" has none of it. Both give the block (on the CPU
-    the steps are fp32 products of the fp16 values)."""
-    assert kernel.QKV_GEMM == "split" and kernel.MLP2_GEMM == "cublas"
+def test_mlp2_by_cublas_moves_its_bias(monkeypatch):
+    """MLP2_GEMM "cublas": the down-projection is a torch step (out += h W2^T) per MLP sub-chunk, b2 enters x1
+    through the projection's epilogue (BIAS2) and LayerNorm2 subtracts it (SHIFT); "triton" has none of it.
+    Both give the block (on the CPU the step is an fp32 addmm of the fp16 operands)."""
+    assert kernel.MLP2_GEMM == "cublas"
     plans, original = [], kernel._launch
 
     def recording(plan):
@@ -192,34 +187,20 @@ def test_cublas_steps_and_the_moved_biases(monkeypatch):
         return original(plan)
 
     monkeypatch.setattr(kernel, "_launch", recording)
-    for qkv_mode, mlp2_mode in (("split", "cublas"), ("triton", "triton")):
-        _check_block(
-            "fp16",
-            2,
-            15,
-            17,
-            workspace_tokens=150,
-            mlp_split="always",
-            mlp2_gemm=mlp2_mode,
-            qkv_gemm=qkv_mode,
-        )
+    for mode in ("cublas", "triton"):
+        _check_block("fp16", 2, 15, 17, workspace_tokens=150, mlp_split="always", mlp2_gemm=mode)
         plan = plans[-1]
-        steps = [p[0] for p in plan if p[1] is None]
+        steps = [p for p in plan if p[1] is None]
         ln2 = [p for p in plan if p[0] is kernel._prologue_kernel and not p[3]["PAD_ROW"]]
         proj = [p for p in plan if p[0] is not kernel._prologue_kernel and p[3].get("BIAS2")]
-        strided = [p for p in plan if p[1] is not None and p[3].get("LDC")]
-        if qkv_mode == "split":  # 4 chunks, 6 MLP sub-chunks
-            assert steps[0] is kernel._gemv_step and steps.count(kernel._gemv_step) == 1
-            assert steps.count(kernel._mm_step) == 4 and steps.count(kernel._addmm_step) == 6
-            assert len(strided) == 4 and all(p[3]["LDC"] == kernel.QKV_DIM for p in strided)
+        if mode == "cublas":
+            assert [p[0] for p in steps] == [kernel._addmm_step] * 6  # 4 chunks, 6 MLP sub-chunks
             assert len(ln2) == 4 and all(p[3]["SHIFT"] for p in ln2)
             assert len(proj) == 4
         else:
-            assert not steps and not proj and not strided and not any(p[3]["SHIFT"] for p in ln2)
-    args = _inputs(1, 5, 9, seed=1)
-    for field in ("mlp2_gemm", "qkv_gemm"):
-        with pytest.raises(ValueError, match=field):
-            kernel.forward(*args, torch.empty(1, 5, 9, 768), **{field: "cuda"})
+            assert not steps and not proj and not any(p[3]["SHIFT"] for p in ln2)
+    with pytest.raises(ValueError, match="mlp2_gemm"):
+        kernel.forward(*_inputs(1, 5, 9, seed=1), torch.empty(1, 5, 9, 768), mlp2_gemm="cuda")
 
 
 @pytest.mark.gpu

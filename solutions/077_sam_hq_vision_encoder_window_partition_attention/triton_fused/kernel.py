@@ -148,15 +148,6 @@ SPLIT_K_OVERHEAD = 4.0  # K steps' worth of a tile's fixed cost (pipeline fill, 
 #: 0.270 ms (663 against 574 TFLOP/s), 4096 rows 0.037 against 0.045 ms. "cublas" falls back to "triton"
 #: where torch has no fp32-output addmm for fp16 operands (`out_dtype`, PyTorch 2.8+).
 MLP2_GEMM = "cublas"
-#: The qkv projection in the fp16 compact path: "split" (q with its bias by the Triton GEMM, writing into qkv's
-#: rows; k | v by cuBLAS, torch.mm, fp16 operands and result, without bias) or "triton" (all of it, bias
-#: included, by the Triton GEMM). Without the k and v biases the block is the same: the k bias adds q.bk to
-#: every score of a query, which the softmax removes (padded keys included: their k is 0 instead of bk), and
-#: the v bias passes through the softmax unchanged (its weights sum to 1), so o + bv, and its projection
-#: Wp bv joins the projection's bias (an fp32 GEMV per call, a torch step). H200 (session 8, CUDA events, L2
-#: flushed): torch.mm at 2304 columns, K 768: 0.323 / 0.048 / 0.029 ms at 65537 / 8193 / 4097 rows against
-#: 0.359 / 0.055 / 0.037 for the Triton GEMM. (K augmented by bias columns, 776, made cuBLAS slower: 0.372.)
-QKV_GEMM = "split"
 
 
 # --------------------------------------------------------------------------------------------- kernels
@@ -305,21 +296,9 @@ def _gelu(x):
 
 
 @triton.jit
-def _epilogue(
-    acc,
-    bias_ptr,
-    c_ptr,
-    offs_m,
-    offs_n,
-    M,
-    N: tl.constexpr,
-    EPILOGUE: tl.constexpr,
-    split=0,
-    LDC: tl.constexpr = 0,
-):
-    # int32 offsets: the wrapper keeps M * max(N, K, LDC) < 2**31. LDC: c's row stride (0: N)
-    ROW: tl.constexpr = LDC if LDC > 0 else N
-    c_ptrs = c_ptr + (offs_m[:, None] * ROW + offs_n[None, :])
+def _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N: tl.constexpr, EPILOGUE: tl.constexpr, split=0):
+    # int32 offsets: the wrapper keeps M * max(N, K) < 2**31
+    c_ptrs = c_ptr + (offs_m[:, None] * N + offs_n[None, :])
     if EPILOGUE == 4:  # split-K: c (the residual) += this split's partial; the bias comes with split 0
         acc += tl.where(split == 0, tl.load(bias_ptr + offs_n), 0.0)[None, :]
         tl.atomic_add(c_ptrs, acc, mask=(offs_m < M)[:, None], sem="relaxed")
@@ -351,7 +330,6 @@ def _linear_kernel(
     GROUP_M: tl.constexpr,
     PDL: tl.constexpr = 0,  # programmatic dependent launch (see _pdl_enter)
     BIAS2: tl.constexpr = False,
-    LDC: tl.constexpr = 0,  # c's row stride (0: N)
 ):
     """One output tile per program; cp.async-pipelined pointer loads."""
     _pdl_enter(PDL)
@@ -369,7 +347,7 @@ def _linear_kernel(
         acc = tl.dot(a, w, acc, input_precision="tf32")
         a_ptrs += BLOCK_K
         w_ptrs += BLOCK_K
-    _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N, EPILOGUE, 0, LDC)
+    _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N, EPILOGUE)
 
 
 @triton.jit(do_not_specialize=["M", "num_programs"])
@@ -393,7 +371,6 @@ def _linear_tma_kernel(
     SPLIT_K: tl.constexpr = 1,
     PDL: tl.constexpr = 0,  # programmatic dependent launch (see _pdl_enter)
     BIAS2: tl.constexpr = False,
-    LDC: tl.constexpr = 0,  # c's row stride (0: N)
 ):
     """TMA loads; programs loop over output tiles (persistent when num_programs < the tile count).
 
@@ -416,7 +393,7 @@ def _linear_tma_kernel(
             a = a_desc.load([off_m, kk * BLOCK_K])
             w = w_desc.load([off_n, kk * BLOCK_K])
             acc = tl.dot(a, tl.trans(w), acc, input_precision="tf32")
-        _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N, EPILOGUE, split, LDC)
+        _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N, EPILOGUE, split)
 
 
 @triton.jit(do_not_specialize=["tok0", "H", "W", "n_wh", "n_ww", "band0", "qk_scale"])
@@ -803,23 +780,6 @@ def _addmm_fp32_out_ok(device: torch.device) -> bool:
     return ok
 
 
-def _mm_step(c: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> None:
-    """c = a @ wt, all fp16 (c may be a strided view of wider rows); cuBLAS on a GPU, elsewhere in fp32 from
-    the fp16 values, rounded once."""
-    if c.is_cuda:
-        torch.mm(a, wt, out=c)
-    else:
-        c.copy_(a.float() @ wt.float())
-
-
-def _gemv_step(y: torch.Tensor, w: torch.Tensor, v: torch.Tensor, add: torch.Tensor | None) -> None:
-    """y = w @ v (+ add), fp32."""
-    if add is None:
-        torch.mv(w, v, out=y)
-    else:
-        torch.addmv(add, w, v, out=y)
-
-
 def _addmm_step(c: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> None:
     """c += a @ wt: fp32 c, fp16 a [M, K] and wt [K, N] (a weight's transposed view); cuBLAS with fp32
     accumulation on a GPU. Elsewhere (the interpreter's CPU tensors, the build's meta tensors) the same
@@ -896,7 +856,6 @@ def _linear_launch(
     residual: torch.Tensor | None = None,
     split_k: str | int = 1,  # EPILOGUE_RESIDUAL in place (residual is c), "tma" kind: K splits (split_k_for)
     bias2: torch.Tensor | None = None,  # [N] fp32, EPILOGUE_RESIDUAL: added with bias
-    ldc: int = 0,  # c's row stride when it is wider than N (c: the base of those rows); 0: N
 ) -> Launch:
     kind, block_m, block_n, block_k, group_m, warps, stages = cfg[:7]
     m, k = a.shape
@@ -921,10 +880,8 @@ def _linear_launch(
     res = c if residual is None else residual
     meta = dict(
         N=n, K=k, EPILOGUE=epilogue, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=group_m,
-        num_warps=warps, num_stages=stages, BIAS2=bias2 is not None, LDC=ldc,
+        num_warps=warps, num_stages=stages, BIAS2=bias2 is not None,
     )  # fmt: skip
-    if ldc and (ldc < n or epilogue in (EPILOGUE_RESIDUAL, EPILOGUE_ACCUMULATE)):
-        raise ValueError("linear: a row stride for c (at least N) only without a residual")
     b2 = bias if bias2 is None else bias2
     if kind == "ptr":
         return _linear_kernel, (tiles,), (a, w, bias, res, c, m, b2), {**meta, **_pdl_meta(a.device)}
@@ -1150,18 +1107,14 @@ def forward(
     mlp_split: str | None = None,
     split_k: str | int | None = None,
     mlp2_gemm: str | None = None,
-    qkv_gemm: str | None = None,
 ) -> None:
-    """The block; workspace_bytes / mlp_split override the scratch plan (plan_scratch), qkv_gemm / mlp2_gemm
-    the qkv projection's and the MLP down-projection's GEMMs in fp16 (QKV_GEMM, MLP2_GEMM) and split_k the
-    latter's K splits on the Triton one (SPLIT_K), for tests and tune.py."""
+    """The block; workspace_bytes / mlp_split override the scratch plan (plan_scratch), mlp2_gemm the MLP
+    down-projection's GEMM in fp16 (MLP2_GEMM) and split_k its K splits on the Triton one (SPLIT_K), for tests
+    and tune.py."""
     split_k = SPLIT_K if split_k is None else split_k
     mlp2_gemm = MLP2_GEMM if mlp2_gemm is None else mlp2_gemm
     if mlp2_gemm not in ("cublas", "triton"):
         raise ValueError(f"mlp2_gemm: expected 'cublas' or 'triton', got {mlp2_gemm!r}")
-    qkv_gemm = QKV_GEMM if qkv_gemm is None else qkv_gemm
-    if qkv_gemm not in ("split", "triton"):
-        raise ValueError(f"qkv_gemm: expected 'split' or 'triton', got {qkv_gemm!r}")
     precision = precision or OPERAND_PRECISION
     if precision not in ("fp16", "tf32"):
         raise ValueError(f"precision: expected 'fp16' or 'tf32', got {precision!r}")
@@ -1207,13 +1160,6 @@ def forward(
         and (x.device.type != "cuda" or _addmm_fp32_out_ok(x.device))
     )
     b2 = mlp_lin2_bias.contiguous() if cublas else None
-    # the qkv projection split (QKV_GEMM): q by Triton, k | v by cuBLAS without bias; W_p b_v joins the
-    # projection's second bias (with b2 when that is there too); the persistent attention reads the padded
-    # token's k, v from row n (0 now), the per-item one would take them from the bias
-    split_qkv = sp.compact and qkv_gemm == "split" and attn_cfg[0] == "persistent"
-    proj_bias2 = b2
-    if split_qkv:
-        proj_bias2 = torch.empty((HIDDEN,), dtype=torch.float32, device=x.device)
     plan: list[Launch] = []
     out_h = out.view(torch.float16) if sp.compact else None  # [tokens, 1536]: a chunk's rows hold LN1's
     for (band0, band1, t0, t1), subs in zip(sp.chunks, sp.mlp_subs, strict=True):
@@ -1229,28 +1175,16 @@ def forward(
             a = ws_a[: (n + 1) * HIDDEN].view(n + 1, HIDDEN)
             o = a2 = a[:n]
             h_base = 0
-        plan.append(
+        plan += [
             _layernorm_launch(
                 x_c, layer_norm1_weight, layer_norm1_bias, eps, a, pad_row=True, convert=convert
-            )
-        )
-        if split_qkv:
-            if t0 == 0:  # the projection's second bias, once
-                plan.append((_gemv_step, None, (proj_bias2, weights[1], qkv_bias[2 * HIDDEN :], b2), {}))
-            plan += [
-                _linear_launch(
-                    a, w_qkv[:HIDDEN], qkv_bias[:HIDDEN], qkv, EPILOGUE_BIAS, gemm["qkv"], ldc=QKV_DIM
-                ),
-                (_mm_step, None, (qkv[:, HIDDEN:], a, w_qkv[HIDDEN:].t()), {}),
-            ]
-        else:
-            plan.append(_linear_launch(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, gemm["qkv"]))
-        plan += [
+            ),
+            _linear_launch(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, gemm["qkv"]),
             _window_attention_launch(
                 qkv, o, qkv_bias, rel_pos_h, rel_pos_w, t0, n, height, width, band0, band1 - band0, attn_cfg
             ),
             _linear_launch(
-                o, w_proj, proj_bias, out_c, EPILOGUE_RESIDUAL, gemm["proj"], residual=x_c, bias2=proj_bias2
+                o, w_proj, proj_bias, out_c, EPILOGUE_RESIDUAL, gemm["proj"], residual=x_c, bias2=b2
             ),
             _layernorm_launch(out_c, layer_norm2_weight, layer_norm2_bias, eps, a2, shift=b2),
         ]
