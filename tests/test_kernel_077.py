@@ -262,9 +262,14 @@ def test_linear_split_k(splits):
     assert torch.equal(c[m:], tail)
 
 
-@pytest.mark.parametrize("kind", ["ptr", "tma", "tma_persistent"])
+@pytest.mark.parametrize(
+    ("kind", "tma_store"),
+    [("ptr", 0), ("tma", 0), ("tma_persistent", 0), ("tma", 1), ("tma_persistent", 2)],
+    ids=["ptr", "tma", "tma_persistent", "tma-tma_store1", "tma_persistent-tma_store2"],
+)
 @pytest.mark.parametrize("epilogue", [0, 1, 2, 3], ids=["bias", "gelu", "residual", "gelu_libdevice"])
-def test_linear_kinds(kind, epilogue):
+def test_linear_kinds(kind, tma_store, epilogue, monkeypatch):
+    monkeypatch.setattr(kernel, "TMA_STORE", tma_store)  # the bias and GELU epilogues take it
     m, n, k = 300, 768, 768  # 300 rows: a partial row tile
     gen = torch.Generator().manual_seed(epilogue)
     a = torch.randn(m, k, generator=gen).half().to(DEVICE)
@@ -287,6 +292,15 @@ def test_linear_kinds(kind, epilogue):
     assert excess <= 0, f"error exceeds the bound by {excess:.2e}"
 
 
+def test_tma_store_setting_is_checked(monkeypatch):
+    monkeypatch.setattr(kernel, "TMA_STORE", 4)
+    a = torch.zeros(8, 768, dtype=torch.float16, device=DEVICE)
+    w = torch.zeros(768, 768, dtype=torch.float16, device=DEVICE)
+    c = torch.zeros(8, 768, dtype=torch.float16, device=DEVICE)
+    with pytest.raises(ValueError, match="TMA_STORE"):
+        kernel._linear_launch(a, w, torch.zeros(768, device=DEVICE), c, 0, ("tma", 128, 256, 64, 8, 8, 3))
+
+
 @triton.jit
 def _gelu_probe(x_ptr, y_ptr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -306,49 +320,51 @@ def test_fast_gelu():
 
 
 def _attention_expected(qkv, bias, rel_h, rel_w, height, width):
-    """Float32 window attention on one image whose padded size is one row of windows."""
-    n_ww = math.ceil(width / 14)
-    hp, wp = 14, n_ww * 14
+    """Float32 window attention on one image."""
+    n_wh, n_ww = math.ceil(height / 14), math.ceil(width / 14)
+    hp, wp, nw = n_wh * 14, n_ww * 14, n_wh * n_ww
     x = bias.float().expand(hp, wp, -1).clone()  # zero-padded tokens: q, k, v = the bias
     x[:height, :width] = qkv.float().reshape(height, width, -1)
-    win = x.reshape(14, n_ww, 14, 3, 12, 64).permute(3, 1, 4, 0, 2, 5).reshape(3, n_ww, 12, 196, 64)
+    win = x.reshape(n_wh, 14, n_ww, 14, 3, 12, 64).permute(4, 0, 2, 5, 1, 3, 6).reshape(3, nw, 12, 196, 64)
     q, k, v = win[0], win[1], win[2]
     pos = torch.arange(14)
     rel = pos[:, None] - pos[None, :] + 13
-    q5 = q.reshape(n_ww, 12, 14, 14, 64)
+    q5 = q.reshape(nw, 12, 14, 14, 64)
     bias_h = torch.einsum("nhijc,ikc->nhijk", q5, rel_h.float()[rel].half().float())
     bias_w = torch.einsum("nhijc,jkc->nhijk", q5, rel_w.float()[rel].half().float())
-    s = q @ k.transpose(-1, -2) / 8 + (bias_h[..., :, None] + bias_w[..., None, :]).reshape(
-        n_ww, 12, 196, 196
-    )
-    o = torch.softmax(s, -1) @ v  # [n_ww, 12, 196, 64]
-    o = o.reshape(n_ww, 12, 14, 14, 64).permute(2, 0, 3, 1, 4).reshape(14, wp, 768)
+    s = q @ k.transpose(-1, -2) / 8 + (bias_h[..., :, None] + bias_w[..., None, :]).reshape(nw, 12, 196, 196)
+    o = torch.softmax(s, -1) @ v  # [windows, 12, 196, 64]
+    o = o.reshape(n_wh, n_ww, 12, 14, 14, 64).permute(0, 3, 1, 4, 2, 5).reshape(hp, wp, 768)
     return o[:height, :width].reshape(height * width, 768)
 
 
+_ATTN_CASES = [
+    ("persistent", 128, 128, 2, 8, 3, 1),
+    ("persistent", 128, 256, 2, 8, 2, 1),
+    ("persistent", 64, 128, 3, 4, 2, 2),
+    ("persistent", 128, 256, 4, 8, 2, 1),
+    ("persistent", 64, 256, 4, 4, 2, 2),
+    ("persistent", 128, 128, 5, 8, 3, 1),
+    (64, 256, 2, 4, 1),
+    (64, 128, 3, 4, 1),
+]
+
+
 @pytest.mark.parametrize(
-    "cfg",
-    [
-        ("persistent", 128, 128, 2, 8, 3, 1),
-        ("persistent", 128, 256, 2, 8, 2, 1),
-        ("persistent", 64, 128, 3, 4, 2, 2),
-        ("persistent", 128, 256, 4, 8, 2, 1),
-        ("persistent", 64, 256, 4, 4, 2, 2),
-        ("persistent", 128, 128, 5, 8, 3, 1),
-        (64, 256, 2, 4, 1),
-        (64, 128, 3, 4, 1),
-    ],
-    ids=lambda c: "-".join(map(str, c)),
+    ("cfg", "shape"),
+    [(c, (11, 26)) for c in _ATTN_CASES] + [(kernel.ATTN_CONFIGS["fp16"], (17, 15))],
+    ids=lambda v: "x".join(map(str, v)) if isinstance(v[0], int) else "-".join(map(str, v)),
 )
-def test_window_attention_bias_modes(cfg):
-    height, width = 11, 26  # two windows, padding in both dims
+def test_window_attention_bias_modes(cfg, shape):
+    height, width = shape  # padding in both dims; 17 x 15: two bands, whole window rows and columns
     n = height * width
     gen = torch.Generator().manual_seed(7)
     bias = torch.randn(2304, generator=gen).half().float()
     qkv = torch.cat([torch.randn(n, 2304, generator=gen), bias[None]]).half().to(DEVICE)  # + padded token
     rel_h, rel_w = (3 * torch.randn(2, 27, 64, generator=gen)).to(DEVICE)  # large bias: exactness matters
     o = torch.full((n, 768), math.nan, dtype=torch.float16, device=DEVICE)
-    kernel._window_attention(qkv, o, bias.to(DEVICE), rel_h, rel_w, 0, n, height, width, 0, 1, cfg)
+    n_bands = math.ceil(height / 14)
+    kernel._window_attention(qkv, o, bias.to(DEVICE), rel_h, rel_w, 0, n, height, width, 0, n_bands, cfg)
     expected = _attention_expected(qkv[:n].cpu(), bias, rel_h.cpu(), rel_w.cpu(), height, width)
     err = (o.float().cpu() - expected).abs().max().item()
     bound = 1e-1 if cfg[-4 if cfg[0] == "persistent" else 2] == 3 else 4e-3  # mode 3 rounds the bias
