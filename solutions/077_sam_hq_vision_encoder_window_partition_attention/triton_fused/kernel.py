@@ -385,6 +385,7 @@ def _linear_tma_kernel(
     (EPILOGUE_ACCUMULATE): a work unit is (tile, K split), each adding its partial into c.
     """
     _pdl_enter(PDL)
+    tl.static_assert(c_desc is None or EPILOGUE <= 1, "the TMA-store epilogue takes EPILOGUE 0 or 1")
     K_STEPS: tl.constexpr = K // BLOCK_K // SPLIT_K
     num_units = tl.cdiv(M, BLOCK_M) * (N // BLOCK_N) * SPLIT_K
     for unit in tl.range(tl.program_id(0), num_units, num_programs, flatten=FLATTEN):
