@@ -300,6 +300,18 @@ def _gelu(x):
 
 
 @triton.jit
+def _bias_act(acc, bias_ptr, offs_n, EPILOGUE: tl.constexpr):
+    """The output tile of EPILOGUE 0-3 before its store (the residual's biases are in acc already: _acc_init)."""
+    if EPILOGUE != 2:
+        acc += tl.load(bias_ptr + offs_n)[None, :]
+    if EPILOGUE == 1:
+        acc = _gelu(acc)
+    if EPILOGUE == 3:  # exact (erf) GELU through libdevice erff (reference for EPILOGUE 1)
+        acc = 0.5 * acc * (1.0 + tl.math.erf(acc * 0.7071067811865476))
+    return acc
+
+
+@triton.jit
 def _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N: tl.constexpr, EPILOGUE: tl.constexpr, split=0):
     # int32 offsets: the wrapper keeps M * max(N, K) < 2**31
     c_ptrs = c_ptr + (offs_m[:, None] * N + offs_n[None, :])
@@ -307,12 +319,7 @@ def _epilogue(acc, bias_ptr, c_ptr, offs_m, offs_n, M, N: tl.constexpr, EPILOGUE
         acc += tl.where(split == 0, tl.load(bias_ptr + offs_n), 0.0)[None, :]
         tl.atomic_add(c_ptrs, acc, mask=(offs_m < M)[:, None], sem="relaxed")
     else:
-        if EPILOGUE != 2:
-            acc += tl.load(bias_ptr + offs_n)[None, :]
-        if EPILOGUE == 1:
-            acc = _gelu(acc)
-        if EPILOGUE == 3:  # exact (erf) GELU through libdevice erff (reference for EPILOGUE 1)
-            acc = 0.5 * acc * (1.0 + tl.math.erf(acc * 0.7071067811865476))
+        acc = _bias_act(acc, bias_ptr, offs_n, EPILOGUE)
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m < M)[:, None])
 
 
@@ -401,9 +408,7 @@ def _linear_tma_kernel(
             w = w_desc.load([off_n, kk * BLOCK_K])
             acc = tl.dot(a, tl.trans(w), acc, input_precision="tf32")
         if c_desc is not None:  # through shared memory; TMA clips the rows past M
-            acc += tl.load(bias_ptr + offs_n)[None, :]
-            if EPILOGUE == 1:
-                acc = _gelu(acc)
+            acc = _bias_act(acc, bias_ptr, offs_n, EPILOGUE)
             if C_SPLIT == 2:  # two [BLOCK_M, BLOCK_N / 2] halves: half the staging buffer
                 acc0, acc1 = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
                 c_desc.store([off_m, off_n], acc0.to(c_desc.dtype))
