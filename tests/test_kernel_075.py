@@ -192,6 +192,24 @@ CASES = {
         False,
         dict(mode="multi", grid=40, hb=512, acc_t=False, bs1=16, stages1=3),
     ),
+    # phase 7 as its own launch after the persistent one (split7), its chunks in parts: one chunk of 5 tiles
+    # in 3 parts (2 + 2 + 1 tiles, 4 warps), and chunks of one tile with TPK7 8 in 2 parts (one empty)
+    "persistent-split7-parts3": (
+        1,
+        2,
+        4,
+        130,
+        False,
+        dict(grid=1, hb=512, bs2=32, split7=1, split7_tiles4=2, p7_launch4=(3, 4, 0)),
+    ),  # fmt: skip
+    "persistent-split7-T6": (
+        2,
+        1,
+        6,
+        45,
+        True,
+        dict(grid=1, waves=2.0, hb=512, bs2=64, split7=1, p7_launch8=(2, 8, 0)),
+    ),  # fmt: skip
     # cp.async pipelines (num_stages; the interpreter runs the loops plainly), phase 7 re-reading its key tile,
     # phases 1, 2 and 6 split by output columns
     "multi-P2-stages": (
@@ -243,6 +261,12 @@ def test_decompositions_exact(task, case):
     assert plan.TPK7 == max(tpk["tpk7_min"], 1 << (T - 1).bit_length())
     if case == "multi-tpk4-T3":
         assert plan.TPK == 4 and plan.TPK7 == 8 and plan.work[3] == plan.NI * plan.n_ch
+    if "split7" in case:  # phase 7 ran as its own launch, p7_parts work items per chunk
+        launch7 = overrides.get("p7_launch4", overrides.get("p7_launch8"))
+        assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG) == launch7
+        assert plan.work[7] == plan.NI * plan.n_ch * plan.P7PARTS
+        assert len(kernel.last_kernels) == 2  # the persistent launch and phase 7's
+        assert -(-plan.CH // overrides["bs2"]) == (5 if plan.P7PARTS == 3 else 1)
     if case.endswith("p4-split"):
         assert plan.NSP4 > 1 and plan.work[4] == plan.NRT * 8 * plan.ND * plan.NSP4
     _check(outs, task.reference(*args), TOLERANCE, max_abs=2e-5)
@@ -303,6 +327,11 @@ def test_plans_for_official_workloads(task):
         ("stages1", -1),
         ("qstages", 0),
         ("cstages", 9),
+        ("split7", -1),
+        ("split7_tiles4", -1),
+        ("p7_launch4", (5, 4, 0)),
+        ("p7_launch8", (1, 2, 0)),
+        ("p7_launch8", (1, 8, 32)),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):
@@ -312,6 +341,28 @@ def test_make_plan_rejects_bad_config(field, value):
         kernel.make_plan(4, 5, 1024, cfg, 132)
     with pytest.raises(ValueError, match="n_query_tokens"):
         kernel.make_plan(4, 17, 1024, kernel.DEFAULT_CONFIG, 132)
+
+
+def test_split7_rule():
+    """Phase 7 gets its own launch from `split7` key tokens, for T <= 4 only with chunks of `split7_tiles4`
+    tiles, with the launch settings of its TPK7; never in multi mode or with split7 0."""
+    cfg = kernel.DEFAULT_CONFIG
+    assert (cfg.split7, cfg.split7_tiles4, cfg.p7_launch4, cfg.p7_launch8) == (4096, 4, (2, 4, 0), (1, 8, 0))
+
+    def p7(NI, T, S, **kw):
+        plan = kernel.make_plan(NI, T, S, dataclasses.replace(cfg, **kw), 132)
+        assert plan.work[7] == plan.NI * plan.n_ch * max(1, plan.P7PARTS)
+        return plan.CH, (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG)
+
+    assert p7(16, 4, 4096) == (512, (2, 4, 0))  # #11: 16 tiles per chunk, TPK7 4: two CTAs per SM
+    assert p7(4, 4, 4096) == (128, (2, 4, 0))  # #7: 4 tiles
+    assert p7(2, 4, 4096) == (64, (0, 0, 0))  # #3: 2 tiles
+    assert p7(1, 4, 4096) == (32, (0, 0, 0))  # #14: 1 tile
+    assert p7(1, 6, 4096) == (32, (1, 8, 0))  # #13: TPK7 8, 4096 key tokens
+    assert p7(2, 5, 1024)[1] == (0, 0, 0)  # #10: 2048 key tokens
+    assert p7(16, 4, 4096, split7=0)[1] == (0, 0, 0)
+    assert p7(16, 4, 4096, mode="multi")[1] == (0, 0, 0)  # multi mode launches phase 7 on its own anyway
+    assert p7(2, 4, 4096, split7_tiles4=2, p7_launch4=(3, 8, 128)) == (64, (3, 8, 128))
 
 
 def test_column_splits_multiply_the_query_side_work_items():

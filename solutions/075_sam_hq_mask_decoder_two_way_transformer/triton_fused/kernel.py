@@ -45,6 +45,7 @@ Layouts: every tensor is contiguous fp32; weights are [out, in] as in F.linear. 
 annotations` here: @triton.jit reads the real `tl.constexpr` annotations.
 """
 
+import inspect
 import math
 import os
 from dataclasses import dataclass, replace
@@ -750,8 +751,11 @@ def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constex
 def _ph7_i2t_pass(
     w, live, k_ptr, kp_ptr, a2, c2, vwb, vws, bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, PF_DIST: tl.constexpr, RN: tl.constexpr,
-    V3: tl.constexpr, RK: tl.constexpr = 0,
+    V3: tl.constexpr, RK: tl.constexpr = 0, PARTS: tl.constexpr = 1,
 ):  # fmt: skip
+    """Work item w: part w % PARTS of the tiles of chunk w // PARTS (PARTS > 1: phase 7 in its own launch)."""
+    part = w % PARTS
+    w = w // PARTS
     M8: tl.constexpr = 8 * TPK
     NH: tl.constexpr = (M8 + 63) // 64  # 64-row halves of the [8 heads x TPK] rows (2 when T > 8)
     RB: tl.constexpr = M8 // NH  # rows per half: 64, or 32 (TPK 4)
@@ -767,9 +771,12 @@ def _ph7_i2t_pass(
     lb = tl.load(ln4b + c, mask=live, other=0.0)
     s0 = ch * CH
     s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)  # a dry run does one tile
-    n_t = tl.cdiv(s1 - s0, BS)
+    n_all = tl.cdiv(s1 - s0, BS)
+    per = tl.cdiv(n_all, PARTS)
+    t_end = tl.minimum(n_all, (part + 1) * per)  # this part's tiles: [part * per, t_end)
+    n_t = tl.maximum(t_end - part * per, 0)
     for it in range(0, n_t):
-        st = s0 + (n_t - 1 - it) * BS  # last tiles first: those phase 3 read most recently (L2)
+        st = s0 + (t_end - 1 - it) * BS  # last tiles first: those phase 3 read most recently (L2)
         if PF_DIST > 0:
             _prefetch_tokens(k_ptr, kp_ptr, item, S, st - PF_DIST * BS, s0, s1, BS, C)
         tok = st + tl.arange(0, BS)
@@ -822,9 +829,14 @@ def _two_way_kernel(
     NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
+    SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False,
 ):  # fmt: skip
-    """PHASE 0: all phases, persistent, per-phase item counters in `sync`; PHASE k in 1..9: that phase only,
-    one work item per program (8 and 9: phases 1a and 6a, with KP1 / KP6 > 1)."""
+    """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
+    then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
+    9: phases 1a and 6a, with KP1 / KP6 > 1; 7: P7PARTS work items per key chunk). PDL: wait for the previous
+    kernel of the stream first (programmatic dependent launch)."""
+    if PDL:
+        tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
     PERSIST: tl.constexpr = PHASE == 0
     P3_1: tl.constexpr = (Q3 & 1) != 0  # phase k's query-side products in 3xTF32: bit k - 1 of Q3
@@ -852,7 +864,7 @@ def _two_way_kernel(
     n5 = NRT * (2048 // HB)
     NMAX = tl.maximum(
         tl.maximum(tl.maximum(n1, n2), tl.maximum(n3, n4)),
-        tl.maximum(tl.maximum(n5, n_key), tl.maximum(n1a, n6a)),
+        tl.maximum(tl.maximum(n5, n_key * P7PARTS), tl.maximum(n1a, n6a)),
     )
     if INSTR:
         _stamp(times, 0, pid)
@@ -1017,16 +1029,17 @@ def _two_way_kernel(
     if PERSIST:
         _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
-    if PERSIST or PHASE == 7:
+    if (PERSIST and not SPLIT7) or PHASE == 7:
         # the accumulators are dead now (read in phases 1, 2, 5, 6): zero them for the next call (Plan.n_accs)
         _zero_share(accs, (7 if KP6 > 1 else (6 if KP1 > 1 else 3)) * n_acc, pid, G, 1024)
-        n_mine = tl.cdiv(n_key - pid, G)
+        n7 = n_key * P7PARTS
+        n_mine = tl.cdiv(n7 - pid, G)
         for i in range(0, n_mine):
             w = pid + (n_mine - 1 - i) * G  # this program's chunks, last first (L2 reuse after phase 3)
             t0 = _item_start(INSTR)
             _ph7_i2t_pass(
                 w, True, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                C, TPK7, BS2, PF_DIST, RN, V3, RK,
+                C, TPK7, BS2, PF_DIST, RN, V3, RK, P7PARTS,
             )  # fmt: skip
             _item_done(sync, 7, times, G, NMAX, 7, w, t0, False, INSTR)  # (phase 7 is not counted)
 
@@ -1124,6 +1137,19 @@ class Config:
     ksplit1: int = 4
     ksplit6: int = 4  # the same for phase 6's K_h / V_h contraction (phase 6a, "PHASE 9")
     instr: bool = False  # program 0 records clock64/globaltimer at every phase start (GPU, persistent)
+    # phase 7 (the i2t key pass) as its own launch after the persistent one, with its own registers and
+    # occupancy, from `split7` key tokens (B*P*S; 0: never); for T <= 4 (TPK7 4) only where a program's key
+    # chunk has at least `split7_tiles4` bs2 tiles. The launch: (work items per key chunk, warps, register cap
+    # per thread or 0) by TPK7, 4 and >= 8. (2, 4, 0): two CTAs of 4 warps per SM (96 KB of shared memory each
+    # on sm_90a); (1, 8, 0): one CTA of 8 warps, 178-242 registers and no spills, where the persistent kernel
+    # runs phase 7 at 255 registers. H200 (session 10, tune.py rounds 19-20): #6 and #11 245.7 / 247.2 ->
+    # 224.5 / 222.7 us, T 5..8 from 4096 key tokens 4-9 us faster; T <= 4 with chunks of 1-2 tiles (#3, #14)
+    # and #10 (2048 key tokens) slower. Needs direct launches (`_DIRECT_TRITON`): Triton's own launch of the
+    # second kernel takes longer on the CPU than the first kernel runs.
+    split7: int = 4096
+    split7_tiles4: int = 4
+    p7_launch4: tuple = (2, 4, 0)
+    p7_launch8: tuple = (1, 8, 0)
 
 
 DEFAULT_CONFIG = Config()
@@ -1218,6 +1244,9 @@ class Plan:
     KP6: int = 1  # contraction parts of phase 6a (1: no phase 6a)
     NSP4: int = 1  # chunk parts per phase-4 work item group
     TPK7: int = 8  # TPK of the i2t side (A2, c2, VW^T: phases 6 and 7)
+    P7PARTS: int = 0  # 0: phase 7 in the persistent launch; k > 0: its own launch, k items per key chunk
+    P7WARPS: int = 0  # ... with this many warps
+    P7MAXNREG: int = 0  # ... and at most this many registers per thread (0: no cap)
 
     @property
     def work(self) -> dict[int, int]:
@@ -1229,7 +1258,7 @@ class Plan:
             4: self.NRT * 8 * self.ND * self.NSP4,
             5: self.NRT * (D_MLP // self.HB),
             6: 8 * self.NRT * self.CP,
-            7: self.NI * self.n_ch,
+            7: self.NI * self.n_ch * max(1, self.P7PARTS),
         }
         if self.KP1 > 1:
             work[8] = 8 * self.NG * self.KP1
@@ -1298,6 +1327,15 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             raise ValueError(
                 f"{name}: expected a pipeline depth 1..8 (stages1: 0 by architecture), got {getattr(cfg, name)}"
             )
+    if cfg.split7 < 0 or cfg.split7_tiles4 < 0:
+        raise ValueError(f"split7, split7_tiles4: expected >= 0, got {cfg.split7}, {cfg.split7_tiles4}")
+    for name in ("p7_launch4", "p7_launch8"):
+        parts, warps, maxnreg = getattr(cfg, name)
+        if parts not in (1, 2, 3, 4) or warps not in (4, 8, 16) or not (maxnreg == 0 or 64 <= maxnreg <= 255):
+            raise ValueError(
+                f"{name}: expected (parts 1..4, warps 4 / 8 / 16, register cap 0 or 64..255), got "
+                f"{getattr(cfg, name)}"
+            )
     if cfg.tpk4_chunk < 0:
         raise ValueError(f"tpk4_chunk: expected 0 (never) or a chunk length, got {cfg.tpk4_chunk}")
     NHALF = max(1, TPK // 8)  # 64-row halves of the 8 * TPK rows (one 32-row block with TPK 4)
@@ -1327,10 +1365,53 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         if hb < D_MLP and NRT * (D_MLP // hb) > programs:
             hb *= 2
     grid = launched if cfg.mode == "persistent" else 0
+    TPK7 = max(cfg.tpk7_min, _next_pow2(T))
+    split7 = (
+        cfg.mode == "persistent"
+        and 0 < cfg.split7 <= NI * S
+        and (TPK7 > 4 or -(-ch // cfg.bs2) >= cfg.split7_tiles4)
+    )
+    p7 = (cfg.p7_launch4 if TPK7 == 4 else cfg.p7_launch8) if split7 else (0, 0, 0)
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cfg.csplit, cfg.csplit1, grid,
-        cfg.ksplit1, cfg.ksplit6, nsp4, max(cfg.tpk7_min, _next_pow2(T)),
+        cfg.ksplit1, cfg.ksplit6, nsp4, TPK7, *p7,
     )  # fmt: skip
+
+
+#: Triton versions whose launch protocol (`CompiledKernel[grid](*every parameter, stream=)`) was checked on a
+#: GPU: 3.6 (the H200's). A call of two launches (split7) issues them through the compiled kernel's runner:
+#: Triton's own launch of this kernel (~80 arguments) costs ~170 us of CPU under the profiler (H200, session
+#: 10), longer than the first kernel of a small workload runs, so the second kernel started ~60-100 us late.
+_DIRECT_TRITON = frozenset({(3, 6)})
+_RUNNERS: dict = {}  # launch key -> runner of the compiled kernel
+
+
+def _direct_ok() -> bool:
+    return tuple(int(v) for v in triton.__version__.split(".")[:2]) in _DIRECT_TRITON
+
+
+def _launch_key(value) -> tuple:
+    """What of an argument can decide Triton's specialisation, or finer: tensors by dtype and 16-byte
+    alignment, everything else by value."""
+    if isinstance(value, torch.Tensor):
+        return ("t", value.dtype, value.data_ptr() % 16 == 0)
+    return ("v", type(value), value)
+
+
+def _direct_runner(grid: int, args: list, meta: dict):
+    """(compiled kernel, runner, parameters) of a `_two_way_kernel[(grid,)](*args, **meta)` launch: `warmup` runs Triton's
+    specialisation and cache lookup (compiling on a miss) without launching; cached under `_launch_key`s.
+    The parameters are every kernel parameter in signature order (constexprs and defaults included), as
+    Triton's launch passes them; launch options (num_warps, maxnreg, launch_pdl) are not parameters."""
+    key = (grid, tuple(map(_launch_key, args)), tuple(sorted((k, _launch_key(v)) for k, v in meta.items())))
+    found = _RUNNERS.get(key)
+    if found is None:
+        if len(_RUNNERS) >= 1024:
+            _RUNNERS.clear()
+        compiled = _two_way_kernel.warmup(*args, grid=(grid,), **meta)
+        found = _RUNNERS[key] = (compiled, compiled[(grid, 1, 1)])
+    names = list(inspect.signature(_two_way_kernel.fn).parameters.values())[len(args) :]
+    return (*found, [*args, *(meta.get(p.name, p.default) for p in names)])
 
 
 def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
@@ -1347,6 +1428,9 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         raise ValueError("outputs: expected contiguous tensors")
     NI = B * P
     device = queries.device
+    gpu = device.type == "cuda"
+    if gpu and not _direct_ok():  # Triton's own second launch would come too late: phase 7 stays inside
+        cfg = replace(cfg, split7=0)
     plan = make_plan(NI, T, S, cfg, _sm_count(device))
     if cfg.mode == "persistent" and device.type != "cuda" and plan.grid != 1:
         raise ValueError("persistent mode needs grid=1 in the CPU interpreter (its programs run one by one)")
@@ -1376,7 +1460,6 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         if cfg.mode == "persistent"
         else torch.empty(16, dtype=torch.int32, device=device)
     )
-    gpu = device.type == "cuda"
     instr = bool(cfg.instr and gpu and cfg.mode == "persistent")
     times = torch.zeros(instr_size(plan), dtype=torch.int64, device=device) if instr else sync
     scalars = [NI, T, S, plan.R, plan.IPB, 0.0 if skip_pe else 1.0, plan.n_ch, plan.CH, plan.NSP4]
@@ -1417,7 +1500,22 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         num_stages=cfg.num_stages,
     )
     args = [*tensors, out_q, out_k, accs, *views, sync, times, *scalars]
-    if cfg.mode == "persistent":
+    if cfg.mode == "persistent" and plan.P7PARTS:  # phases 1-6, then phase 7 in its own launch
+        meta7 = dict(meta, INSTR=False, num_warps=plan.P7WARPS, P7PARTS=plan.P7PARTS)
+        if plan.P7MAXNREG:
+            meta7["maxnreg"] = plan.P7MAXNREG
+        if gpu:  # H200 (#12): 2.7 us between the kernels, 8.9 without
+            meta7.update(PDL=True, launch_pdl=True)
+        pair = [(plan.grid, dict(meta, PHASE=0, SPLIT7=True)), (work[7], dict(meta7, PHASE=7))]
+        if gpu:
+            runners = [_direct_runner(g, args, m) for g, m in pair]  # both ready before the first launch
+            stream = torch.cuda.current_stream(device).cuda_stream
+            for _, runner, params in runners:
+                runner(*params, stream=stream)
+            launched = [compiled for compiled, _, _ in runners]
+        else:
+            launched = [_two_way_kernel[(g,)](*args, **m) for g, m in pair]
+    elif cfg.mode == "persistent":
         launched = [_two_way_kernel[(plan.grid,)](*args, PHASE=0, **meta)]
     elif cfg.mode == "multi":
         launched = [_two_way_kernel[(work[ph],)](*args, PHASE=ph, **meta) for ph in plan.phases]

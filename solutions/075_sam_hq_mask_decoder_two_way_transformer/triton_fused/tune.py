@@ -61,9 +61,10 @@ BASE = kernel.DEFAULT_CONFIG
 # (13661ab: S5 with the round-7 column splits); session 5's steps Q1 = 38e6502 (one TF32 product on the query
 # side) and K = 5a919cf (phases 1a and 6a); B5 = 35570dc (phase 4 split over chunk parts, nd_fit), the base of
 # rounds 10 and 11; B6 = 54dc7a1 (session 6: tpk7_min 4, hb_fit), the base of rounds 12-17; B7 = fdccf0c (session
-# 7: acc_t, bs1 32, stages1 by architecture: 3 on the H200), the base of round 18; BASE = the shipped defaults
-# (session 8: tpk4_chunk 64).
-B7 = dataclasses.replace(BASE, tpk4_chunk=0)
+# 7: acc_t, bs1 32, stages1 by architecture: 3 on the H200), the base of round 18; B8 = 1c74dff (session 8:
+# tpk4_chunk 64), the base of rounds 19-20; BASE = the shipped defaults (session 10: split7).
+B8 = dataclasses.replace(BASE, split7=0)
+B7 = dataclasses.replace(B8, tpk4_chunk=0)
 B6 = dataclasses.replace(B7, acc_t=False, bs1=16, stages1=3)
 B5 = dataclasses.replace(B6, tpk7_min=8, hb_fit=False)
 S6 = dataclasses.replace(B5, q_terms=3, ksplit1=1, ksplit6=1, p4_chunks=0, nd_fit=False)
@@ -244,6 +245,19 @@ VARIANTS: dict[str, Config] = {
     # alone prefetching its next 1 or 2 tiles into L2 (round 17's prefetch_dist 2 prefetched in both passes)
     "b7": B7,
     "t4c128": dataclasses.replace(B7, tpk4_chunk=128),
+    # rounds 19-20 (session 10, on B8 = 1c74dff's defaults): phase 7 as its own launch everywhere (split7 1), with
+    # its own registers and occupancy: 8 warps (sm_90a, Triton 3.9, #6: 178 registers, no spills), 16 warps (124,
+    # none; TPK7 8 spills; raised an illegal address on the H200), chunks in 2 parts at 2 CTAs per SM (8 warps
+    # capped at 128 registers: 160 B spilled; or 4 warps: 280 B). Round 19 launched the second kernel through
+    # Triton (~170 us of CPU: it started 60-120 us late), round 20 through the compiled kernel's runner.
+    # BASE (split7 4096, 4 tiles for T <= 4) takes round 20's best per workload
+    "b8": B8,
+    "s7": dataclasses.replace(B8, split7=1, split7_tiles4=1, p7_launch4=(1, 8, 0), p7_launch8=(1, 8, 0)),
+    "s7w16": dataclasses.replace(B8, split7=1, split7_tiles4=1, p7_launch4=(1, 16, 0), p7_launch8=(1, 16, 0)),
+    "s7p2r128": dataclasses.replace(
+        B8, split7=1, split7_tiles4=1, p7_launch4=(2, 8, 128), p7_launch8=(2, 8, 128)
+    ),
+    "s7p2w4": dataclasses.replace(B8, split7=1, split7_tiles4=1, p7_launch4=(2, 4, 0), p7_launch8=(2, 4, 0)),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
