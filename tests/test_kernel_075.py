@@ -261,7 +261,7 @@ def test_decompositions_exact(task, case):
     assert plan.TPK7 == max(tpk["tpk7_min"], 1 << (T - 1).bit_length())
     if case == "multi-tpk4-T3":
         assert plan.TPK == 4 and plan.TPK7 == 8 and plan.work[3] == plan.NI * plan.n_ch
-    if "split7" in case:  # phase 7 ran as its own launch, p7_parts work items per chunk
+    if "split7" in case:  # phase 7 ran as its own launch, P7PARTS work items per chunk
         launch7 = overrides.get("p7_launch4", overrides.get("p7_launch8"))
         assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG) == launch7
         assert plan.work[7] == plan.NI * plan.n_ch * plan.P7PARTS

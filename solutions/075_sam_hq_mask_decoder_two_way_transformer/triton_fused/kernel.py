@@ -1381,7 +1381,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
 #: Triton versions whose launch protocol (`CompiledKernel[grid](*every parameter, stream=)`) was checked on a
 #: GPU: 3.6 (the H200's). A call of two launches (split7) issues them through the compiled kernel's runner:
 #: Triton's own launch of this kernel (~80 arguments) costs ~170 us of CPU under the profiler (H200, session
-#: 10), longer than the first kernel of a small workload runs, so the second kernel started ~60-100 us late.
+#: 10), longer than the first kernel of a middle-sized workload runs: the second kernel started 60-120 us late.
 _DIRECT_TRITON = frozenset({(3, 6)})
 _RUNNERS: dict = {}  # launch key -> runner of the compiled kernel
 
@@ -1399,10 +1399,12 @@ def _launch_key(value) -> tuple:
 
 
 def _direct_runner(grid: int, args: list, meta: dict):
-    """(compiled kernel, runner, parameters) of a `_two_way_kernel[(grid,)](*args, **meta)` launch: `warmup` runs Triton's
-    specialisation and cache lookup (compiling on a miss) without launching; cached under `_launch_key`s.
-    The parameters are every kernel parameter in signature order (constexprs and defaults included), as
-    Triton's launch passes them; launch options (num_warps, maxnreg, launch_pdl) are not parameters."""
+    """(compiled kernel, runner, parameters) of a `_two_way_kernel[(grid,)](*args, **meta)` launch.
+
+    `warmup` runs Triton's specialisation and cache lookup (compiling on a miss) without launching; the
+    result is cached under `_launch_key`s. The parameters are every kernel parameter in signature order
+    (constexprs and defaults included), as Triton's launch passes them; launch options (num_warps, maxnreg,
+    launch_pdl) are not parameters."""
     key = (grid, tuple(map(_launch_key, args)), tuple(sorted((k, _launch_key(v)) for k, v in meta.items())))
     found = _RUNNERS.get(key)
     if found is None:
@@ -1509,7 +1511,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         pair = [(plan.grid, dict(meta, PHASE=0, SPLIT7=True)), (work[7], dict(meta7, PHASE=7))]
         if gpu:
             runners = [_direct_runner(g, args, m) for g, m in pair]  # both ready before the first launch
-            stream = torch.cuda.current_stream(device).cuda_stream
+            stream = torch.cuda.current_stream().cuda_stream  # Triton's choice too: the current device's
             for _, runner, params in runners:
                 runner(*params, stream=stream)
             launched = [compiled for compiled, _, _ in runners]
