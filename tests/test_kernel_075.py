@@ -200,7 +200,7 @@ CASES = {
         4,
         130,
         False,
-        dict(grid=1, hb=512, bs2=32, split7=1, split7_tiles4=2, p7_launch4=(3, 4, 0)),
+        dict(grid=1, hb=512, bs2=32, split7=1, split7_tiles4=2, p7_launch_long4=(3, 4, 0)),
     ),  # fmt: skip
     "persistent-split7-T6": (
         2,
@@ -208,7 +208,7 @@ CASES = {
         6,
         45,
         True,
-        dict(grid=1, waves=2.0, hb=512, bs2=64, split7=1, p7_launch8=(2, 8, 0)),
+        dict(grid=1, waves=2.0, hb=512, bs2=64, split7=1, p7_launch=(2, 8, 0)),
     ),  # fmt: skip
     # cp.async pipelines (num_stages; the interpreter runs the loops plainly), phase 7 re-reading its key tile,
     # phases 1, 2 and 6 split by output columns
@@ -262,7 +262,7 @@ def test_decompositions_exact(task, case):
     if case == "multi-tpk4-T3":
         assert plan.TPK == 4 and plan.TPK7 == 8 and plan.work[3] == plan.NI * plan.n_ch
     if "split7" in case:  # phase 7 ran as its own launch, P7PARTS work items per chunk
-        launch7 = overrides.get("p7_launch4", overrides.get("p7_launch8"))
+        launch7 = overrides.get("p7_launch_long4", overrides.get("p7_launch"))
         assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG) == launch7
         assert plan.work[7] == plan.NI * plan.n_ch * plan.P7PARTS
         assert len(kernel.last_kernels) == 2  # the persistent launch and phase 7's
@@ -329,9 +329,9 @@ def test_plans_for_official_workloads(task):
         ("cstages", 9),
         ("split7", -1),
         ("split7_tiles4", -1),
-        ("p7_launch4", (5, 4, 0)),
-        ("p7_launch8", (1, 2, 0)),
-        ("p7_launch8", (1, 8, 32)),
+        ("p7_launch_long4", (5, 4, 0)),
+        ("p7_launch", (1, 2, 0)),
+        ("p7_launch", (1, 8, 32)),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):
@@ -344,10 +344,11 @@ def test_make_plan_rejects_bad_config(field, value):
 
 
 def test_split7_rule():
-    """Phase 7 gets its own launch from `split7` key tokens, for T <= 4 only with chunks of `split7_tiles4`
-    tiles, with the launch settings of its TPK7; never in multi mode or with split7 0."""
+    """Phase 7 gets its own launch from `split7` key tokens (by default always), with `p7_launch_long4` for
+    T <= 4 where chunks have `split7_tiles4` tiles or more and `p7_launch` otherwise; never in multi mode."""
     cfg = kernel.DEFAULT_CONFIG
-    assert (cfg.split7, cfg.split7_tiles4, cfg.p7_launch4, cfg.p7_launch8) == (4096, 4, (2, 4, 0), (1, 8, 0))
+    assert (cfg.split7, cfg.split7_tiles4) == (1, 4)
+    assert (cfg.p7_launch, cfg.p7_launch_long4) == ((1, 8, 0), (2, 4, 0))
 
     def p7(NI, T, S, **kw):
         plan = kernel.make_plan(NI, T, S, dataclasses.replace(cfg, **kw), 132)
@@ -356,13 +357,14 @@ def test_split7_rule():
 
     assert p7(16, 4, 4096) == (512, (2, 4, 0))  # #11: 16 tiles per chunk, TPK7 4: two CTAs per SM
     assert p7(4, 4, 4096) == (128, (2, 4, 0))  # #7: 4 tiles
-    assert p7(2, 4, 4096) == (64, (0, 0, 0))  # #3: 2 tiles
-    assert p7(1, 4, 4096) == (32, (0, 0, 0))  # #14: 1 tile
-    assert p7(1, 6, 4096) == (32, (1, 8, 0))  # #13: TPK7 8, 4096 key tokens
-    assert p7(2, 5, 1024)[1] == (0, 0, 0)  # #10: 2048 key tokens
+    assert p7(2, 4, 4096) == (64, (1, 8, 0))  # #3: 2 tiles
+    assert p7(1, 4, 4096) == (32, (1, 8, 0))  # #14: 1 tile
+    assert p7(16, 5, 4096) == (512, (1, 8, 0))  # TPK7 8: long chunks too
+    assert p7(2, 5, 1024, split7=4096)[1] == (0, 0, 0)  # #10 (2048 key tokens) below a threshold
+    assert p7(2, 5, 1024, split7=2048)[1] == (1, 8, 0)
     assert p7(16, 4, 4096, split7=0)[1] == (0, 0, 0)
     assert p7(16, 4, 4096, mode="multi")[1] == (0, 0, 0)  # multi mode launches phase 7 on its own anyway
-    assert p7(2, 4, 4096, split7_tiles4=2, p7_launch4=(3, 8, 128)) == (64, (3, 8, 128))
+    assert p7(2, 4, 4096, split7_tiles4=2, p7_launch_long4=(3, 8, 128)) == (64, (3, 8, 128))
 
 
 def test_column_splits_multiply_the_query_side_work_items():

@@ -1138,18 +1138,18 @@ class Config:
     ksplit6: int = 4  # the same for phase 6's K_h / V_h contraction (phase 6a, "PHASE 9")
     instr: bool = False  # program 0 records clock64/globaltimer at every phase start (GPU, persistent)
     # phase 7 (the i2t key pass) as its own launch after the persistent one, with its own registers and
-    # occupancy, from `split7` key tokens (B*P*S; 0: never); for T <= 4 (TPK7 4) only where a program's key
-    # chunk has at least `split7_tiles4` bs2 tiles. The launch: (work items per key chunk, warps, register cap
-    # per thread or 0) by TPK7, 4 and >= 8. (2, 4, 0): two CTAs of 4 warps per SM (96 KB of shared memory each
-    # on sm_90a); (1, 8, 0): one CTA of 8 warps, 178-242 registers and no spills, where the persistent kernel
-    # runs phase 7 at 255 registers. H200 (session 10, tune.py rounds 19-20): #6 and #11 245.7 / 247.2 ->
-    # 224.5 / 222.7 us, T 5..8 from 4096 key tokens 4-9 us faster; T <= 4 with chunks of 1-2 tiles (#3, #14)
-    # and #10 (2048 key tokens) slower. Needs direct launches (`_DIRECT_TRITON`): Triton's own launch of the
-    # second kernel takes longer on the CPU than the first kernel runs.
-    split7: int = 4096
+    # occupancy, from `split7` key tokens (B*P*S; 0: never). The launch: (work items per key chunk, warps,
+    # register cap per thread or 0): `p7_launch`, or `p7_launch_long4` for T <= 4 (TPK7 4) where a program's
+    # key chunk has at least `split7_tiles4` bs2 tiles. (2, 4, 0): two CTAs of 4 warps per SM (96 KB of shared
+    # memory each on sm_90a); (1, 8, 0): one CTA of 8 warps, 178-242 registers and no spills, where the
+    # persistent kernel runs phase 7 at 255 registers. H200 (session 10, tune.py round 20 and the per-call
+    # probes in NOTES.md): #6 and #11 245.7 / 247.2 -> 224.5 / 222.7 us with (2, 4, 0), every other workload
+    # 3-8 us faster with (1, 8, 0). Needs direct launches (`_DIRECT_TRITON`): Triton's own launch of the second
+    # kernel takes longer on the CPU than the first kernel runs.
+    split7: int = 1
     split7_tiles4: int = 4
-    p7_launch4: tuple = (2, 4, 0)
-    p7_launch8: tuple = (1, 8, 0)
+    p7_launch: tuple = (1, 8, 0)
+    p7_launch_long4: tuple = (2, 4, 0)
 
 
 DEFAULT_CONFIG = Config()
@@ -1329,7 +1329,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             )
     if cfg.split7 < 0 or cfg.split7_tiles4 < 0:
         raise ValueError(f"split7, split7_tiles4: expected >= 0, got {cfg.split7}, {cfg.split7_tiles4}")
-    for name in ("p7_launch4", "p7_launch8"):
+    for name in ("p7_launch", "p7_launch_long4"):
         parts, warps, maxnreg = getattr(cfg, name)
         if parts not in (1, 2, 3, 4) or warps not in (4, 8, 16) or not (maxnreg == 0 or 64 <= maxnreg <= 255):
             raise ValueError(
@@ -1366,12 +1366,10 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             hb *= 2
     grid = launched if cfg.mode == "persistent" else 0
     TPK7 = max(cfg.tpk7_min, _next_pow2(T))
-    split7 = (
-        cfg.mode == "persistent"
-        and 0 < cfg.split7 <= NI * S
-        and (TPK7 > 4 or -(-ch // cfg.bs2) >= cfg.split7_tiles4)
-    )
-    p7 = (cfg.p7_launch4 if TPK7 == 4 else cfg.p7_launch8) if split7 else (0, 0, 0)
+    p7 = (0, 0, 0)
+    if cfg.mode == "persistent" and 0 < cfg.split7 <= NI * S:
+        long4 = TPK7 == 4 and -(-ch // cfg.bs2) >= cfg.split7_tiles4
+        p7 = cfg.p7_launch_long4 if long4 else cfg.p7_launch
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cfg.csplit, cfg.csplit1, grid,
         cfg.ksplit1, cfg.ksplit6, nsp4, TPK7, *p7,

@@ -250,14 +250,13 @@ VARIANTS: dict[str, Config] = {
     # none; TPK7 8 spills; raised an illegal address on the H200), chunks in 2 parts at 2 CTAs per SM (8 warps
     # capped at 128 registers: 160 B spilled; or 4 warps: 280 B). Round 19 launched the second kernel through
     # Triton (~170 us of CPU: it started 60-120 us late), round 20 through the compiled kernel's runner.
-    # BASE (split7 4096, 4 tiles for T <= 4) takes round 20's best per workload
+    # BASE (split7 1: (1, 8, 0), and (2, 4, 0) for T <= 4 with chunks of 4 tiles or more) takes round 20's
+    # best per workload, with the per-call probe's verdict for #3 and #10 (NOTES.md)
     "b8": B8,
-    "s7": dataclasses.replace(B8, split7=1, split7_tiles4=1, p7_launch4=(1, 8, 0), p7_launch8=(1, 8, 0)),
-    "s7w16": dataclasses.replace(B8, split7=1, split7_tiles4=1, p7_launch4=(1, 16, 0), p7_launch8=(1, 16, 0)),
-    "s7p2r128": dataclasses.replace(
-        B8, split7=1, split7_tiles4=1, p7_launch4=(2, 8, 128), p7_launch8=(2, 8, 128)
-    ),
-    "s7p2w4": dataclasses.replace(B8, split7=1, split7_tiles4=1, p7_launch4=(2, 4, 0), p7_launch8=(2, 4, 0)),
+    "s7": dataclasses.replace(B8, split7=1, p7_launch=(1, 8, 0), p7_launch_long4=(1, 8, 0)),
+    "s7w16": dataclasses.replace(B8, split7=1, p7_launch=(1, 16, 0), p7_launch_long4=(1, 16, 0)),
+    "s7p2r128": dataclasses.replace(B8, split7=1, p7_launch=(2, 8, 128), p7_launch_long4=(2, 8, 128)),
+    "s7p2w4": dataclasses.replace(B8, split7=1, p7_launch=(2, 4, 0), p7_launch_long4=(2, 4, 0)),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
