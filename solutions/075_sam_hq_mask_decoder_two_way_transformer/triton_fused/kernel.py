@@ -1142,11 +1142,14 @@ class Config:
     # register cap per thread or 0): `p7_launch`, or `p7_launch_long4` for T <= 4 (TPK7 4) where a program's
     # key chunk has at least `split7_tiles4` bs2 tiles. (2, 4, 0): two CTAs of 4 warps per SM (96 KB of shared
     # memory each on sm_90a); (1, 8, 0): one CTA of 8 warps, 178-242 registers and no spills, where the
-    # persistent kernel runs phase 7 at 255 registers. H200 (session 10, tune.py round 20 and the per-call
-    # probes in NOTES.md): #6 and #11 245.7 / 247.2 -> 224.5 / 222.7 us with (2, 4, 0), every other workload
-    # 3-8 us faster with (1, 8, 0). Needs direct launches (`_DIRECT_TRITON`): Triton's own launch of the second
-    # kernel takes longer on the CPU than the first kernel runs.
-    split7: int = 1
+    # persistent kernel runs phase 7 at 255 registers. H200 (session 10, NOTES.md): #6 and #11 245.7 / 247.2 ->
+    # 224.5 / 222.7 us with (2, 4, 0), the other workloads 3-8 us faster with (1, 8, 0) in the per-call probes.
+    # Needs direct launches (`_DIRECT_TRITON`): Triton's own launch of the second kernel takes longer on the
+    # CPU than the first kernel runs. Even so, the second launch is issued ~40 us (CPU) after the first, and
+    # below 16384 key tokens the first kernel runs only 60-70 us: an official run with every workload split
+    # lost 4-13 us on several of those whenever the CPU fell behind. From 16384 key tokens the first kernel runs
+    # 76 us or more.
+    split7: int = 16384
     split7_tiles4: int = 4
     p7_launch: tuple = (1, 8, 0)
     p7_launch_long4: tuple = (2, 4, 0)
