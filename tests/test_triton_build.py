@@ -101,13 +101,21 @@ def test_capture_of_075_plans_for_the_target_gpu(monkeypatch, arch, sms, stages)
         monkeypatch.delenv(TARGET_ARCH_ENV, raising=False)
     else:
         monkeypatch.setenv(TARGET_ARCH_ENV, arch)
-    launches = capture_solution(folder)
-    assert len(launches) == len(task.workloads)
-    differs = False
-    for workload, launch in zip(task.workloads, launches, strict=True):
+    differs = split = False
+    for workload in task.workloads:
         a = workload.axes
         NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
         plan, other = (kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, n) for n in (sms, 132 + 148 - sms))
+        # the persistent launch, and phase 7's own where the plan splits it off (split7)
+        launch, *rest = capture_solution(folder, workloads=[workload])
+        assert launch.kwargs["PHASE"] == 0 and launch.kwargs.get("SPLIT7", False) == bool(plan.P7PARTS)
+        if plan.P7PARTS:
+            (p7,) = rest
+            assert p7.kwargs["PHASE"] == 7 and p7.kwargs["P7PARTS"] == plan.P7PARTS, workload.uuid
+            assert p7.kwargs["num_warps"] == plan.P7WARPS, workload.uuid
+            split = True
+        else:
+            assert not rest, workload.uuid
         got = {k: launch.kwargs[k] for k in ("TPK", "TPK7", "NHALF", "ND", "NCB", "HB", "P4SPLIT", "KS1")}
         assert got == {
             "TPK": plan.TPK, "TPK7": plan.TPK7, "NHALF": plan.NHALF, "ND": plan.ND, "NCB": plan.NCB,
@@ -118,6 +126,7 @@ def test_capture_of_075_plans_for_the_target_gpu(monkeypatch, arch, sms, stages)
         assert (plan.n_ch, plan.CH) in pairs, workload.uuid  # the key chunking (runtime scalars)
         differs |= (plan.n_ch, plan.CH) != (other.n_ch, other.CH)
     assert differs  # the SM count changes the chunking of some official workload (#6, #11)
+    assert split  # and phase 7 runs as its own launch on some (the large ones)
 
 
 def test_capture_of_075_rejects_an_unknown_target(monkeypatch):
