@@ -347,7 +347,7 @@ def test_split7_rule():
     """Phase 7 gets its own launch from `split7` key tokens, with `p7_launch_long4` for T <= 4 where chunks
     have `split7_tiles4` tiles or more and `p7_launch` otherwise; never in multi mode."""
     cfg = kernel.DEFAULT_CONFIG
-    assert (cfg.split7, cfg.split7_tiles4) == (16384, 4)
+    assert (cfg.split7, cfg.split7_tiles4) == (1, 4)
     assert (cfg.p7_launch, cfg.p7_launch_long4) == ((1, 8, 0), (2, 4, 0))
 
     def p7(NI, T, S, **kw):
@@ -359,10 +359,10 @@ def test_split7_rule():
     assert p7(4, 4, 4096) == (128, (2, 4, 0))  # #7: 4 tiles
     assert p7(4, 6, 4096) == (128, (1, 8, 0))  # #12: TPK7 8
     assert p7(16, 5, 4096) == (512, (1, 8, 0))  # TPK7 8: long chunks too
-    assert p7(2, 4, 4096)[1] == (0, 0, 0)  # #3: 8192 key tokens, below the threshold
-    assert p7(2, 4, 4096, split7=1) == (64, (1, 8, 0))  # 2 tiles per chunk
-    assert p7(1, 4, 4096, split7=1) == (32, (1, 8, 0))  # #14: 1 tile
-    assert p7(2, 5, 1024, split7=2048)[1] == (1, 8, 0)  # #10: 2048 key tokens
+    assert p7(2, 4, 4096) == (64, (1, 8, 0))  # #3: 2 tiles per chunk
+    assert p7(1, 4, 4096) == (32, (1, 8, 0))  # #14: 1 tile
+    assert p7(2, 5, 1024)[1] == (1, 8, 0)  # #10: 2048 key tokens
+    assert p7(2, 5, 1024, split7=4096)[1] == (0, 0, 0)  # ... below a threshold
     assert p7(16, 4, 4096, split7=0)[1] == (0, 0, 0)
     assert p7(16, 4, 4096, mode="multi")[1] == (0, 0, 0)  # multi mode launches phase 7 on its own anyway
     assert p7(2, 4, 4096, split7=1, split7_tiles4=2, p7_launch_long4=(3, 8, 128)) == (64, (3, 8, 128))

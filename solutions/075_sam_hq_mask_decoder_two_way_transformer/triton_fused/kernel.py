@@ -1145,11 +1145,10 @@ class Config:
     # persistent kernel runs phase 7 at 255 registers. H200 (session 10, NOTES.md): #6 and #11 245.7 / 247.2 ->
     # 224.5 / 222.7 us with (2, 4, 0), the other workloads 3-8 us faster with (1, 8, 0) in the per-call probes.
     # Needs direct launches (`_DIRECT_TRITON`): Triton's own launch of the second kernel takes longer on the
-    # CPU than the first kernel runs. Even so, the second launch is issued ~40 us (CPU) after the first, and
-    # below 16384 key tokens the first kernel runs only 60-70 us: an official run with every workload split
-    # lost 4-13 us on several of those whenever the CPU fell behind. From 16384 key tokens the first kernel runs
-    # 76 us or more.
-    split7: int = 16384
+    # CPU than the first kernel runs. With tensors passed as tensors the runner still issued the second launch
+    # 45-66 us after the first, and an official run with every workload split lost 4-13 us on workloads whose
+    # first kernel runs only 60-70 us; with their addresses as ints it is 18-20 us (`_direct_runner`).
+    split7: int = 1
     split7_tiles4: int = 4
     p7_launch: tuple = (1, 8, 0)
     p7_launch_long4: tuple = (2, 4, 0)
@@ -1414,6 +1413,10 @@ def _direct_runner(grid: int, args: list, meta: dict):
         compiled = _two_way_kernel.warmup(*args, grid=(grid,), **meta)
         found = _RUNNERS[key] = (compiled, compiled[(grid, 1, 1)])
     names = list(inspect.signature(_two_way_kernel.fn).parameters.values())[len(args) :]
+    # the tensors as their addresses: Triton's launcher takes an int as it is, where it would call each
+    # tensor's data_ptr() between the two launches (H200, under the profiler: the second launch 18-20 us after
+    # the first instead of 45-66, session 10)
+    args = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
     return (*found, [*args, *(meta.get(p.name, p.default) for p in names)])
 
 
