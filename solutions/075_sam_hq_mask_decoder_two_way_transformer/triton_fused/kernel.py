@@ -1405,7 +1405,12 @@ def _direct_runner(grid: int, args: list, meta: dict):
     result is cached under `_launch_key`s. The parameters are every kernel parameter in signature order
     (constexprs and defaults included), as Triton's launch passes them; launch options (num_warps, maxnreg,
     launch_pdl) are not parameters."""
-    key = (grid, tuple(map(_launch_key, args)), tuple(sorted((k, _launch_key(v)) for k, v in meta.items())))
+    key = (
+        torch.cuda.current_device(),  # a compiled kernel's handles belong to one device
+        grid,
+        tuple(map(_launch_key, args)),
+        tuple(sorted((k, _launch_key(v)) for k, v in meta.items())),
+    )
     found = _RUNNERS.get(key)
     if found is None:
         if len(_RUNNERS) >= 1024:
