@@ -368,6 +368,43 @@ def test_split7_rule():
     assert p7(2, 4, 4096, split7=1, split7_tiles4=2, p7_launch_long4=(3, 8, 128)) == (64, (3, 8, 128))
 
 
+def test_direct_runner_parameters_and_cache(monkeypatch):
+    """The split's launches go through `_direct_runner` (GPU only; its host logic checked here with a stand-in
+    for Triton's warmup): every kernel parameter in signature order, tensors as their addresses (ints),
+    constexprs from the launch's keywords or the signature's defaults; one compile per launch key, and the key
+    holds the device (a compiled kernel belongs to one)."""
+    import inspect
+
+    compiled = []
+
+    class Compiled:
+        def __getitem__(self, grid):
+            return ("runner", grid)
+
+    def warmup(*args, grid, **meta):
+        compiled.append((grid, meta["PHASE"]))
+        return Compiled()
+
+    device = [0]
+    monkeypatch.setattr(kernel._two_way_kernel, "warmup", warmup)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: device[0])
+    monkeypatch.setattr(kernel, "_RUNNERS", {})
+    names = list(inspect.signature(kernel._two_way_kernel.fn).parameters)
+    t = torch.zeros(4)
+    args = [t] * names.index("NI") + [3, 5, 7, 15, 16, 1.0, 2, 64, 1]  # tensors, then the runtime scalars
+    meta = {"PHASE": 7, "P7PARTS": 2, "num_warps": 4, "TPK": 8}
+    first, runner, params = kernel._direct_runner(12, args, meta)
+    assert runner == ("runner", (12, 1, 1)) and compiled == [((12,), 7)]
+    assert len(params) == len(names)  # num_warps is a launch option, not a parameter
+    assert params[: names.index("NI")] == [t.data_ptr()] * names.index("NI")
+    assert params[names.index("NI") : len(args)] == args[names.index("NI") :]
+    assert params[names.index("P7PARTS")] == 2 and params[names.index("TPK")] == 8
+    assert params[names.index("SPLIT7")] is False and params[names.index("ACC_T")] is False  # defaults
+    assert kernel._direct_runner(12, args, meta)[0] is first and len(compiled) == 1  # cached
+    device[0] = 1
+    assert kernel._direct_runner(12, args, meta)[0] is not first and len(compiled) == 2  # another device
+
+
 def test_column_splits_multiply_the_query_side_work_items():
     """csplit / csplit1 give phases 2 and 6 / phase 1 that many times the work items; the others keep theirs."""
     base = dataclasses.replace(kernel.DEFAULT_CONFIG, csplit=1, csplit1=1)
