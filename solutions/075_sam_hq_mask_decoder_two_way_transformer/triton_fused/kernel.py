@@ -1383,11 +1383,13 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
 #: Triton's own launch of this kernel (~80 arguments) costs ~170 us of CPU under the profiler (H200, session
 #: 10), longer than the first kernel of a middle-sized workload runs: the second kernel started 60-120 us late.
 _DIRECT_TRITON = frozenset({(3, 6)})
+_TRITON_VERSION = tuple(int(v) for v in triton.__version__.split(".")[:2])
 _RUNNERS: dict = {}  # launch key -> runner of the compiled kernel
+_PARAMETERS = list(inspect.signature(_two_way_kernel.fn).parameters.values())  # the kernel's, in order
 
 
 def _direct_ok() -> bool:
-    return tuple(int(v) for v in triton.__version__.split(".")[:2]) in _DIRECT_TRITON
+    return _TRITON_VERSION in _DIRECT_TRITON
 
 
 def _launch_key(value) -> tuple:
@@ -1417,12 +1419,11 @@ def _direct_runner(grid: int, args: list, meta: dict):
             _RUNNERS.clear()
         compiled = _two_way_kernel.warmup(*args, grid=(grid,), **meta)
         found = _RUNNERS[key] = (compiled, compiled[(grid, 1, 1)])
-    names = list(inspect.signature(_two_way_kernel.fn).parameters.values())[len(args) :]
     # the tensors as their addresses: Triton's launcher takes an int as it is, where it would call each
     # tensor's data_ptr() between the two launches (H200, under the profiler: the second launch 18-20 us after
     # the first instead of 45-66, session 10)
     args = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
-    return (*found, [*args, *(meta.get(p.name, p.default) for p in names)])
+    return (*found, [*args, *(meta.get(p.name, p.default) for p in _PARAMETERS[len(args) :])])
 
 
 def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
