@@ -498,14 +498,19 @@ def test_direct_launch_passes_every_parameter_in_order(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     kernel._launch(plan)
     assert grids == [(5, 1, 1), (2, 3, 1)]  # the compiled runner indexes three grid dimensions
-    # every signature parameter, constexprs and defaults included, launch options (num_warps...) left out
-    assert [c[1] for c in calls] == [(x, 9, 0.5, 64, 3, 1), (x, 1, 2.0, 32, 0, 7)]
+    # every signature parameter, constexprs and defaults included, launch options (num_warps...) left out;
+    # tensors as their addresses (INT_ADDRESSES)
+    xa = x.data_ptr()
+    assert [c[1] for c in calls] == [(xa, 9, 0.5, 64, 3, 1), (xa, 1, 2.0, 32, 0, 7)]
     assert [c[2] for c in calls] == [1234, 1234]  # the current stream, as Triton's launch takes it
     assert fake.warmups == 2
     # the same launches again (new tensors of the same dtype and alignment): no new specialisation lookup
     y = torch.zeros(8)
     kernel._launch([(fake, g, (y, *a[1:]), kw) for fake, g, a, kw in plan])
-    assert fake.warmups == 2 and calls[-2][1][0] is y
+    assert fake.warmups == 2 and calls[-2][1][0] == y.data_ptr() != xa
+    monkeypatch.setattr(kernel, "INT_ADDRESSES", False)  # the tensors themselves
+    kernel._launch(plan[:1])
+    assert calls[-1][1][0] is x and fake.warmups == 2
     # another value, another alignment: Triton may specialise differently, so both are looked up again
     kernel._launch([(fake, (5,), (x, 16, 0.5), plan[0][3]), (fake, (2, 3), (x[1:], 1), plan[1][3])])
     assert fake.warmups == 4
