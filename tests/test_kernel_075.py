@@ -193,14 +193,15 @@ CASES = {
         dict(mode="multi", grid=40, hb=512, acc_t=False, bs1=16, stages1=3),
     ),
     # phase 7 as its own launch after the persistent one (split7), its chunks in parts: one chunk of 5 tiles
-    # in 3 parts (2 + 2 + 1 tiles, 4 warps), and chunks of one tile with TPK7 8 in 2 parts (one empty)
+    # in 3 parts (2 + 2 + 1 tiles, 4 warps), chunks of one tile with TPK7 8 in 2 parts (one empty), and a
+    # chunk of 130 tokens in 64-token phase-7 tiles (64 + 64 + 2: a partial tile) in 2 parts, 2 stages
     "persistent-split7-parts3": (
         1,
         2,
         4,
         130,
         False,
-        dict(grid=1, hb=512, bs2=32, split7=1, split7_tiles4=2, p7_launch_long4=(3, 4, 0)),
+        dict(grid=1, hb=512, bs2=32, split7=1, split7_tiles4=2, p7_launch_long4=(3, 4, 0, 32, 1)),
     ),  # fmt: skip
     "persistent-split7-T6": (
         2,
@@ -208,7 +209,15 @@ CASES = {
         6,
         45,
         True,
-        dict(grid=1, waves=2.0, hb=512, bs2=64, split7=1, p7_launch=(2, 8, 0)),
+        dict(grid=1, waves=2.0, hb=512, bs2=64, split7=1, p7_launch=(2, 8, 0, 64, 1)),
+    ),  # fmt: skip
+    "persistent-split7-tile64": (
+        1,
+        1,
+        3,
+        130,
+        False,
+        dict(grid=1, hb=512, bs2=32, split7=1, split7_tiles4=2, p7_launch_long4=(2, 4, 0, 64, 2)),
     ),  # fmt: skip
     # cp.async pipelines (num_stages; the interpreter runs the loops plainly), phase 7 re-reading its key tile,
     # phases 1, 2 and 6 split by output columns
@@ -232,6 +241,10 @@ CASES = {
             csplit1=4,
         ),
     ),  # fmt: skip
+    # phase 5 with its weights loaded before the barrier (pf5): persistent (the first item's weights before
+    # the barrier, the other items' in the loop) and multi (one item per program)
+    "persistent-pf5": (1, 2, 5, 70, False, dict(grid=1, hb=64, hb_fit=False, pf5=64)),
+    "multi-pf5": (2, 1, 3, 40, True, dict(mode="multi", grid=40, hb=32, hb_fit=False, pf5=32)),
 }
 
 
@@ -263,10 +276,13 @@ def test_decompositions_exact(task, case):
         assert plan.TPK == 4 and plan.TPK7 == 8 and plan.work[3] == plan.NI * plan.n_ch
     if "split7" in case:  # phase 7 ran as its own launch, P7PARTS work items per chunk
         launch7 = overrides.get("p7_launch_long4", overrides.get("p7_launch"))
-        assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG) == launch7
+        assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == launch7
         assert plan.work[7] == plan.NI * plan.n_ch * plan.P7PARTS
         assert len(kernel.last_kernels) == 2  # the persistent launch and phase 7's
-        assert -(-plan.CH // overrides["bs2"]) == (5 if plan.P7PARTS == 3 else 1)
+        tiles = {"parts3": 5, "T6": 1, "tile64": 3}[case.removeprefix("persistent-split7-")]
+        assert -(-min(plan.CH, S) // plan.P7BS) == tiles
+    if case.endswith("pf5"):  # the case runs the preloaded phase 5
+        assert plan.HB <= overrides["pf5"]
     if case.endswith("p4-split"):
         assert plan.NSP4 > 1 and plan.work[4] == plan.NRT * 8 * plan.ND * plan.NSP4
     _check(outs, task.reference(*args), TOLERANCE, max_abs=2e-5)
@@ -323,15 +339,19 @@ def test_plans_for_official_workloads(task):
         ("tpk_min", 2),
         ("tpk7_min", 16),
         ("tpk4_chunk", -1),
+        ("pf5", 48),
         ("plan_programs", -1),
         ("stages1", -1),
         ("qstages", 0),
         ("cstages", 9),
         ("split7", -1),
         ("split7_tiles4", -1),
-        ("p7_launch_long4", (5, 4, 0)),
-        ("p7_launch", (1, 2, 0)),
-        ("p7_launch", (1, 8, 32)),
+        ("p7_launch_long4", (5, 4, 0, 32, 1)),
+        ("p7_launch", (1, 2, 0, 32, 1)),
+        ("p7_launch", (1, 8, 32, 32, 1)),
+        ("p7_launch", (1, 8, 0, 16, 1)),
+        ("p7_launch", (1, 8, 0, 32, 4)),
+        ("p7_launch", (1, 8, 0)),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):
@@ -348,24 +368,28 @@ def test_split7_rule():
     have `split7_tiles4` tiles or more and `p7_launch` otherwise; never in multi mode."""
     cfg = kernel.DEFAULT_CONFIG
     assert (cfg.split7, cfg.split7_tiles4) == (1, 4)
-    assert (cfg.p7_launch, cfg.p7_launch_long4) == ((1, 8, 0), (2, 4, 0))
+    assert (cfg.p7_launch, cfg.p7_launch_long4) == ((1, 8, 0, 32, 1), (2, 4, 0, 32, 1))
 
     def p7(NI, T, S, **kw):
         plan = kernel.make_plan(NI, T, S, dataclasses.replace(cfg, **kw), 132)
         assert plan.work[7] == plan.NI * plan.n_ch * max(1, plan.P7PARTS)
-        return plan.CH, (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG)
+        return plan.CH, (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES)
 
-    assert p7(16, 4, 4096) == (512, (2, 4, 0))  # #11: 16 tiles per chunk, TPK7 4: two CTAs per SM
-    assert p7(4, 4, 4096) == (128, (2, 4, 0))  # #7: 4 tiles
-    assert p7(4, 6, 4096) == (128, (1, 8, 0))  # #12: TPK7 8
-    assert p7(16, 5, 4096) == (512, (1, 8, 0))  # TPK7 8: long chunks too
-    assert p7(2, 4, 4096) == (64, (1, 8, 0))  # #3: 2 tiles per chunk
-    assert p7(1, 4, 4096) == (32, (1, 8, 0))  # #14: 1 tile
-    assert p7(2, 5, 1024)[1] == (1, 8, 0)  # #10: 2048 key tokens
-    assert p7(2, 5, 1024, split7=4096)[1] == (0, 0, 0)  # ... below a threshold
-    assert p7(16, 4, 4096, split7=0)[1] == (0, 0, 0)
-    assert p7(16, 4, 4096, mode="multi")[1] == (0, 0, 0)  # multi mode launches phase 7 on its own anyway
-    assert p7(2, 4, 4096, split7=1, split7_tiles4=2, p7_launch_long4=(3, 8, 128)) == (64, (3, 8, 128))
+    assert p7(16, 4, 4096) == (512, (2, 4, 0, 32, 1))  # #11: 16 tiles per chunk, TPK7 4: two CTAs per SM
+    assert p7(4, 4, 4096) == (128, (2, 4, 0, 32, 1))  # #7: 4 tiles
+    assert p7(4, 6, 4096) == (128, (1, 8, 0, 32, 1))  # #12: TPK7 8
+    assert p7(16, 5, 4096) == (512, (1, 8, 0, 32, 1))  # TPK7 8: long chunks too
+    assert p7(2, 4, 4096) == (64, (1, 8, 0, 32, 1))  # #3: 2 tiles per chunk
+    assert p7(1, 4, 4096) == (32, (1, 8, 0, 32, 1))  # #14: 1 tile
+    assert p7(2, 5, 1024)[1] == (1, 8, 0, 32, 1)  # #10: 2048 key tokens
+    assert p7(2, 5, 1024, split7=4096)[1] == (0, 0, 0, 0, 0)  # ... below a threshold
+    assert p7(16, 4, 4096, split7=0)[1] == (0, 0, 0, 0, 0)
+    # multi mode launches phase 7 on its own anyway
+    assert p7(16, 4, 4096, mode="multi")[1] == (0, 0, 0, 0, 0)
+    assert p7(2, 4, 4096, split7=1, split7_tiles4=2, p7_launch_long4=(3, 8, 128, 64, 2)) == (
+        64,
+        (3, 8, 128, 64, 2),
+    )
 
 
 def test_direct_runner_parameters_and_cache(monkeypatch):

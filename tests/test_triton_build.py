@@ -113,6 +113,7 @@ def test_capture_of_075_plans_for_the_target_gpu(monkeypatch, arch, sms, stages)
             (p7,) = rest
             assert p7.kwargs["PHASE"] == 7 and p7.kwargs["P7PARTS"] == plan.P7PARTS, workload.uuid
             assert p7.kwargs["num_warps"] == plan.P7WARPS, workload.uuid
+            assert (p7.kwargs["BS2"], p7.kwargs["S7"]) == (plan.P7BS, plan.P7STAGES), workload.uuid
             split = True
         else:
             assert not rest, workload.uuid

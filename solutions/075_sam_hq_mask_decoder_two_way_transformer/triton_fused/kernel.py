@@ -625,6 +625,46 @@ def _ph5_mlp(
 
 
 @triton.jit
+def _ph5_weights(w, live, w1, w2, C: tl.constexpr, HB: tl.constexpr):
+    """The MLP weights of phase-5 work item w: its hidden block's W1 rows [HB, C] and W2 columns [C, HB].
+    Loaded into registers before the phase's barrier (`PF5`), they are in flight while the program waits."""
+    NHB: tl.constexpr = 2048 // HB
+    hh = (w % NHB) * HB + tl.arange(0, HB)
+    c = tl.arange(0, C)
+    ok = (c[None, :] < C) & live  # [1, C]; `live` may be a runtime [1] mask (the first item: pid < items)
+    w_1 = tl.load(w1 + hh[:, None] * C + c[None, :], mask=ok, other=0.0)
+    w_2 = tl.load(w2 + c[:, None] * 2048 + hh[None, :], mask=tl.trans(ok), other=0.0)
+    return w_1, w_2
+
+
+@triton.jit
+def _ph5_mlp_loaded(
+    w, live, y2acc, ln2w, ln2b, w_1, b1, w_2, b2, y3acc, R,
+    C: tl.constexpr, HB: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
+):  # fmt: skip
+    """Phase-5 work item w with its weights already in registers (`_ph5_weights`): the LayerNorm-2 rows, one
+    K = 256 product with W1's block, ReLU, one product with W2's block, atomics into y3acc (block 0 adds the
+    residual x2 + b2). The same operations as `_ph5_mlp` but for the contraction's summation order."""
+    NHB: tl.constexpr = 2048 // HB
+    hb = w % NHB
+    rt = w // NHB
+    r = rt * _RT + tl.arange(0, _RT)
+    valid = (r < R) & live
+    c = tl.arange(0, C)
+    off = r[:, None] * C + c[None, :]
+    hh = hb * HB + tl.arange(0, HB)
+    y = tl.load(y2acc + off, mask=valid[:, None], other=0.0, cache_modifier=".cg")
+    mean, rstd = _row_stats(y)
+    x2 = _ln_cols(y, mean, rstd, ln2w, ln2b, c, live)  # [16, C]
+    hid = _tdot(x2, tl.trans(w_1), tl.zeros([_RT, HB], tl.float32), P3, RN)
+    hid = tl.maximum(hid + tl.load(b1 + hh, mask=live, other=0.0)[None, :], 0.0)  # [16, HB]
+    u = _tdot(hid, tl.trans(w_2), tl.zeros([_RT, C], tl.float32), P3, RN)  # [16, C]
+    if hb == 0:  # the residual x2 + b2
+        u += x2 + tl.load(b2 + c, mask=live, other=0.0)[None, :]
+    tl.atomic_add(y3acc + off, u, mask=valid[:, None], sem="relaxed", scope="gpu")
+
+
+@triton.jit
 def _kv_rows(
     r, valid, live, d, mean, rstd, k0, y3acc, qp_ptr, ln3w, ln3b, wk, wv,
     C: tl.constexpr, KR: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, QS: tl.constexpr,
@@ -751,9 +791,10 @@ def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constex
 def _ph7_i2t_pass(
     w, live, k_ptr, kp_ptr, a2, c2, vwb, vws, bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, PF_DIST: tl.constexpr, RN: tl.constexpr,
-    V3: tl.constexpr, RK: tl.constexpr = 0, PARTS: tl.constexpr = 1,
+    V3: tl.constexpr, RK: tl.constexpr = 0, PARTS: tl.constexpr = 1, STAGES: tl.constexpr = 1,
 ):  # fmt: skip
-    """Work item w: part w % PARTS of the tiles of chunk w // PARTS (PARTS > 1: phase 7 in its own launch)."""
+    """Work item w: part w % PARTS of the tiles of chunk w // PARTS (PARTS > 1: phase 7 in its own launch);
+    STAGES > 1: the tile loads of the next tiles in flight (cp.async) during this tile's maths."""
     part = w % PARTS
     w = w // PARTS
     M8: tl.constexpr = 8 * TPK
@@ -775,7 +816,7 @@ def _ph7_i2t_pass(
     per = tl.cdiv(n_all, PARTS)
     t_end = tl.minimum(n_all, (part + 1) * per)  # this part's tiles: [part * per, t_end)
     n_t = tl.maximum(t_end - part * per, 0)
-    for it in range(0, n_t):
+    for it in tl.range(0, n_t, num_stages=STAGES):
         st = s0 + (t_end - 1 - it) * BS  # last tiles first: those phase 3 read most recently (L2)
         if PF_DIST > 0:
             _prefetch_tokens(k_ptr, kp_ptr, item, S, st - PF_DIST * BS, s0, s1, BS, C)
@@ -829,12 +870,14 @@ def _two_way_kernel(
     NC: tl.constexpr, KS1: tl.constexpr, QS: tl.constexpr, CS: tl.constexpr, RK: tl.constexpr,
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
-    SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False,
+    SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
+    PF5: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
-    9: phases 1a and 6a, with KP1 / KP6 > 1; 7: P7PARTS work items per key chunk). PDL: wait for the previous
-    kernel of the stream first (programmatic dependent launch)."""
+    9: phases 1a and 6a, with KP1 / KP6 > 1; 7: P7PARTS work items per key chunk, tiles of BS2 tokens in a
+    cp.async pipeline of S7 stages). PDL: wait for the previous kernel of the stream first (programmatic
+    dependent launch)."""
     if PDL:
         tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
@@ -994,15 +1037,23 @@ def _two_way_kernel(
                 C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT,
             )  # fmt: skip
             _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
+    if PF5 and (PERSIST or PHASE == 5):  # the first phase-5 item's weights, in flight during the barrier
+        # (a [1] tensor: the interpreter refuses a scalar comparison as a load mask)
+        w_1, w_2 = _ph5_weights(pid, pid + tl.zeros([1], tl.int32) < n5, m_w1, m_w2, C, HB)
     if PERSIST:
         _phase_barrier(sync, 3, n4, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 5:
         for w in range(pid, n5, G):
             t0 = _item_start(INSTR)
-            _ph5_mlp(
-                w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3_5, RN, NC, QS
-            )
+            if PF5:
+                if w != pid:
+                    w_1, w_2 = _ph5_weights(w, True, m_w1, m_w2, C, HB)
+                _ph5_mlp_loaded(w, True, y2acc, ln2w, ln2b, w_1, m_b1, w_2, m_b2, y3acc, R, C, HB, P3_5, RN)
+            else:
+                _ph5_mlp(
+                    w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3_5, RN, NC, QS
+                )
             _item_done(sync, 4, times, G, NMAX, 5, w, t0, PERSIST, INSTR)
     if PERSIST:
         _phase_barrier(sync, 4, n5, times, pid, MAXSPIN, SPIN_NS, INSTR)
@@ -1039,7 +1090,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph7_i2t_pass(
                 w, True, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                C, TPK7, BS2, PF_DIST, RN, V3, RK, P7PARTS,
+                C, TPK7, BS2, PF_DIST, RN, V3, RK, P7PARTS, S7,
             )  # fmt: skip
             _item_done(sync, 7, times, G, NMAX, 7, w, t0, False, INSTR)  # (phase 7 is not counted)
 
@@ -1127,6 +1178,12 @@ class Config:
     cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
     # phase 7: 0 keeps the key tile live for the residual; 1/2 re-read it (L2) before/after the dots
     reload_k: int = 2
+    # phase 5 loads its work item's MLP weights (W1 and W2 blocks, 2 x 32 KB with hb 32) into registers before
+    # it waits for phase 4, and then runs one K = 256 product instead of the kc-piece loop, where its MLP
+    # blocks (after hb_fit) are at most `pf5` wide (0: never; at most 64: 2 x 64 KB, 128 registers a thread
+    # at 8 warps). H200 (session 11, tune.py round 22): 2-3 us off each workload with 32-wide blocks; with
+    # hb_fit's 64-wide ones (#1, #5, #6, #11) level or 1 us slower, so 32
+    pf5: int = 32
     # phases 2 and 6 (csplit) and 1 (csplit1): output columns split over that many work items (more programs;
     # each redoes the K loop, and phase 1 the attention core)
     csplit: int = 4  # (1 until session 4)
@@ -1139,8 +1196,8 @@ class Config:
     instr: bool = False  # program 0 records clock64/globaltimer at every phase start (GPU, persistent)
     # phase 7 (the i2t key pass) as its own launch after the persistent one, with its own registers and
     # occupancy, from `split7` key tokens (B*P*S; 0: never). The launch: (work items per key chunk, warps,
-    # register cap per thread or 0): `p7_launch`, or `p7_launch_long4` for T <= 4 (TPK7 4) where a program's
-    # key chunk has at least `split7_tiles4` bs2 tiles. (2, 4, 0): two CTAs of 4 warps per SM (96 KB of shared
+    # register cap per thread or 0, key tile in tokens, cp.async stages of the tile loop): `p7_launch`, or
+    # `p7_launch_long4` for T <= 4 (TPK7 4) where a program's key chunk has at least `split7_tiles4` bs2 tiles. (2, 4, 0): two CTAs of 4 warps per SM (96 KB of shared
     # memory each on sm_90a); (1, 8, 0): one CTA of 8 warps, 178-242 registers and no spills, where the
     # persistent kernel runs phase 7 at 255 registers. H200 (session 10, NOTES.md): #6 and #11 245.7 / 247.2 ->
     # 224.5 / 222.7 us with (2, 4, 0), the other workloads 3-8 us faster with (1, 8, 0) in the per-call probes.
@@ -1150,8 +1207,8 @@ class Config:
     # first kernel runs only 60-70 us; with their addresses as ints it is 18-20 us (`_direct_runner`).
     split7: int = 1
     split7_tiles4: int = 4
-    p7_launch: tuple = (1, 8, 0)
-    p7_launch_long4: tuple = (2, 4, 0)
+    p7_launch: tuple = (1, 8, 0, 32, 1)
+    p7_launch_long4: tuple = (2, 4, 0, 32, 1)
 
 
 DEFAULT_CONFIG = Config()
@@ -1249,6 +1306,8 @@ class Plan:
     P7PARTS: int = 0  # 0: phase 7 in the persistent launch; k > 0: its own launch, k items per key chunk
     P7WARPS: int = 0  # ... with this many warps
     P7MAXNREG: int = 0  # ... and at most this many registers per thread (0: no cap)
+    P7BS: int = 0  # ... key tiles of this many tokens
+    P7STAGES: int = 0  # ... in a cp.async pipeline of this many stages (1: plain loads)
 
     @property
     def work(self) -> dict[int, int]:
@@ -1332,12 +1391,21 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     if cfg.split7 < 0 or cfg.split7_tiles4 < 0:
         raise ValueError(f"split7, split7_tiles4: expected >= 0, got {cfg.split7}, {cfg.split7_tiles4}")
     for name in ("p7_launch", "p7_launch_long4"):
-        parts, warps, maxnreg = getattr(cfg, name)
-        if parts not in (1, 2, 3, 4) or warps not in (4, 8, 16) or not (maxnreg == 0 or 64 <= maxnreg <= 255):
+        value = getattr(cfg, name)
+        parts, warps, maxnreg, bs, stages = value if len(value) == 5 else (0,) * 5
+        if (
+            parts not in (1, 2, 3, 4)
+            or warps not in (4, 8, 16)
+            or not (maxnreg == 0 or 64 <= maxnreg <= 255)
+            or bs not in (32, 64, 128)
+            or stages not in (1, 2, 3)
+        ):
             raise ValueError(
-                f"{name}: expected (parts 1..4, warps 4 / 8 / 16, register cap 0 or 64..255), got "
-                f"{getattr(cfg, name)}"
+                f"{name}: expected (parts 1..4, warps 4 / 8 / 16, register cap 0 or 64..255, tile 32 / 64 / 128 "
+                f"tokens, stages 1..3), got {value}"
             )
+    if cfg.pf5 not in (0, 16, 32, 64):
+        raise ValueError(f"pf5: expected 0 (never) or an MLP block width 16 / 32 / 64, got {cfg.pf5}")
     if cfg.tpk4_chunk < 0:
         raise ValueError(f"tpk4_chunk: expected 0 (never) or a chunk length, got {cfg.tpk4_chunk}")
     NHALF = max(1, TPK // 8)  # 64-row halves of the 8 * TPK rows (one 32-row block with TPK 4)
@@ -1368,7 +1436,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             hb *= 2
     grid = launched if cfg.mode == "persistent" else 0
     TPK7 = max(cfg.tpk7_min, _next_pow2(T))
-    p7 = (0, 0, 0)
+    p7 = (0, 0, 0, 0, 0)
     if cfg.mode == "persistent" and 0 < cfg.split7 <= NI * S:
         long4 = TPK7 == 4 and -(-ch // cfg.bs2) >= cfg.split7_tiles4
         p7 = cfg.p7_launch_long4 if long4 else cfg.p7_launch
@@ -1508,12 +1576,15 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         KP6=plan.KP6,
         P4SPLIT=plan.NSP4 > 1,
         TPK7=plan.TPK7,
+        PF5=plan.HB <= cfg.pf5,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
     args = [*tensors, out_q, out_k, accs, *views, sync, times, *scalars]
     if cfg.mode == "persistent" and plan.P7PARTS:  # phases 1-6, then phase 7 in its own launch
-        meta7 = dict(meta, INSTR=False, num_warps=plan.P7WARPS, P7PARTS=plan.P7PARTS)
+        meta7 = dict(
+            meta, INSTR=False, num_warps=plan.P7WARPS, P7PARTS=plan.P7PARTS, BS2=plan.P7BS, S7=plan.P7STAGES
+        )
         if plan.P7MAXNREG:
             meta7["maxnreg"] = plan.P7MAXNREG
         if gpu:  # H200 (#12): 2.7 us between the kernels, 8.9 without

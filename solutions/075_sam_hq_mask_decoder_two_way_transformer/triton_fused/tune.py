@@ -62,8 +62,10 @@ BASE = kernel.DEFAULT_CONFIG
 # side) and K = 5a919cf (phases 1a and 6a); B5 = 35570dc (phase 4 split over chunk parts, nd_fit), the base of
 # rounds 10 and 11; B6 = 54dc7a1 (session 6: tpk7_min 4, hb_fit), the base of rounds 12-17; B7 = fdccf0c (session
 # 7: acc_t, bs1 32, stages1 by architecture: 3 on the H200), the base of round 18; B8 = 1c74dff (session 8:
-# tpk4_chunk 64), the base of rounds 19-20; BASE = the shipped defaults (session 10: split7).
-B8 = dataclasses.replace(BASE, split7=0)
+# tpk4_chunk 64), the base of rounds 19-20; P5 = d83a5ee (session 10: split7), the base of rounds 21-22; BASE =
+# the shipped defaults (session 11: pf5).
+P5 = dataclasses.replace(BASE, pf5=0)
+B8 = dataclasses.replace(P5, split7=0)
 B7 = dataclasses.replace(B8, tpk4_chunk=0)
 B6 = dataclasses.replace(B7, acc_t=False, bs1=16, stages1=3)
 B5 = dataclasses.replace(B6, tpk7_min=8, hb_fit=False)
@@ -253,10 +255,28 @@ VARIANTS: dict[str, Config] = {
     # BASE (split7 1: (1, 8, 0), and (2, 4, 0) for T <= 4 with chunks of 4 tiles or more) takes round 20's
     # best per workload, with the per-call probe's verdict for #3 and #10 (NOTES.md)
     "b8": B8,
-    "s7": dataclasses.replace(B8, split7=1, p7_launch=(1, 8, 0), p7_launch_long4=(1, 8, 0)),
-    "s7w16": dataclasses.replace(B8, split7=1, p7_launch=(1, 16, 0), p7_launch_long4=(1, 16, 0)),
-    "s7p2r128": dataclasses.replace(B8, split7=1, p7_launch=(2, 8, 128), p7_launch_long4=(2, 8, 128)),
-    "s7p2w4": dataclasses.replace(B8, split7=1, p7_launch=(2, 4, 0), p7_launch_long4=(2, 4, 0)),
+    "s7": dataclasses.replace(B8, split7=1, p7_launch=(1, 8, 0, 32, 1), p7_launch_long4=(1, 8, 0, 32, 1)),
+    "s7w16": dataclasses.replace(
+        B8, split7=1, p7_launch=(1, 16, 0, 32, 1), p7_launch_long4=(1, 16, 0, 32, 1)
+    ),
+    "s7p2r128": dataclasses.replace(
+        B8, split7=1, p7_launch=(2, 8, 128, 32, 1), p7_launch_long4=(2, 8, 128, 32, 1)
+    ),
+    "s7p2w4": dataclasses.replace(B8, split7=1, p7_launch=(2, 4, 0, 32, 1), p7_launch_long4=(2, 4, 0, 32, 1)),
+    # round 21 (session 11, on P5 = d83a5ee's defaults): the phase-7 launch's own key tile and cp.async
+    # pipeline; all three slower than two CTAs of 4 warps (NOTES.md). sm_90a (Triton 3.9), #6: (1, 8, 0, 32, 2) 192 KB of shared memory, 146 registers, no spills
+    # (against (2, 4, 0, 32, 1): two CTAs of 96 KB, 255 registers, 280 B spilled); (1, 8, 0, 64, 1) 128 KB,
+    # 255, 112 B. TPK7 8 (#12): 64-token tiles spill (304 B), two stages need 256 KB (over the limit)
+    "p7l4s2": dataclasses.replace(P5, p7_launch_long4=(1, 8, 0, 32, 2)),
+    "p7l4s2rk0": dataclasses.replace(P5, p7_launch_long4=(1, 8, 0, 32, 2), reload_k=0),
+    "p7l4b64": dataclasses.replace(P5, p7_launch_long4=(1, 8, 0, 64, 1)),
+    # round 22 (session 11, on P5 = BASE without pf5): phase 5's MLP weights loaded into registers before its
+    # barrier, with hb_fit's 64-wide blocks (#1, #5, #6, #11) too (pf5 64) or 32 everywhere. sm_90a (Triton
+    # 3.9): the persistent kernel's stack 344 -> 496 B at #6 (hb 64), 344 -> 328 B at #10 (hb 32). BASE (pf5
+    # 32) takes the gain of the 32-wide blocks only
+    "p5": P5,
+    "pf5_64": dataclasses.replace(P5, pf5=64),
+    "pf5h32": dataclasses.replace(P5, pf5=32, hb_fit=False),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
