@@ -590,11 +590,9 @@ def _ph4_t2i_combine(
 
 
 @triton.jit
-def _ph5_mlp(
-    w, live, y2acc, ln2w, ln2b, w1, b1, w2, b2, y3acc, R,
-    C: tl.constexpr, HB: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
-    NC: tl.constexpr, QS: tl.constexpr = 1,
-):  # fmt: skip
+def _ph5_rows(w, live, y2acc, R, C: tl.constexpr, HB: tl.constexpr):
+    """Phase-5 work item w = (row tile, hidden block): the block's index hb, rows r (valid), channels c, the
+    rows' offsets, the block's hidden units hh, the rows y of y2acc and their LayerNorm statistics."""
     NHB: tl.constexpr = 2048 // HB
     hb = w % NHB
     rt = w // NHB
@@ -605,6 +603,16 @@ def _ph5_mlp(
     hh = hb * HB + tl.arange(0, HB)
     y = tl.load(y2acc + off, mask=valid[:, None], other=0.0, cache_modifier=".cg")
     mean, rstd = _row_stats(y)
+    return hb, r, valid, c, off, hh, y, mean, rstd
+
+
+@triton.jit
+def _ph5_mlp(
+    w, live, y2acc, ln2w, ln2b, w1, b1, w2, b2, y3acc, R,
+    C: tl.constexpr, HB: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
+    NC: tl.constexpr, QS: tl.constexpr = 1,
+):  # fmt: skip
+    hb, r, valid, c, off, hh, y, mean, rstd = _ph5_rows(w, live, y2acc, R, C, HB)
     hid = _proj(
         y2acc, r * C, valid, mean, rstd, ln2w, ln2b, y2acc, w1, hh, live, HB, True, False, C, KC, P3, RN, QS
     )
@@ -645,16 +653,7 @@ def _ph5_mlp_loaded(
     """Phase-5 work item w with its weights already in registers (`_ph5_weights`): the LayerNorm-2 rows, one
     K = 256 product with W1's block, ReLU, one product with W2's block, atomics into y3acc (block 0 adds the
     residual x2 + b2). The same operations as `_ph5_mlp` but for the contraction's summation order."""
-    NHB: tl.constexpr = 2048 // HB
-    hb = w % NHB
-    rt = w // NHB
-    r = rt * _RT + tl.arange(0, _RT)
-    valid = (r < R) & live
-    c = tl.arange(0, C)
-    off = r[:, None] * C + c[None, :]
-    hh = hb * HB + tl.arange(0, HB)
-    y = tl.load(y2acc + off, mask=valid[:, None], other=0.0, cache_modifier=".cg")
-    mean, rstd = _row_stats(y)
+    hb, r, valid, c, off, hh, y, mean, rstd = _ph5_rows(w, live, y2acc, R, C, HB)
     x2 = _ln_cols(y, mean, rstd, ln2w, ln2b, c, live)  # [16, C]
     hid = _tdot(x2, tl.trans(w_1), tl.zeros([_RT, HB], tl.float32), P3, RN)
     hid = tl.maximum(hid + tl.load(b1 + hh, mask=live, other=0.0)[None, :], 0.0)  # [16, HB]
