@@ -101,7 +101,7 @@ def test_capture_of_075_plans_for_the_target_gpu(monkeypatch, arch, sms, stages)
         monkeypatch.delenv(TARGET_ARCH_ENV, raising=False)
     else:
         monkeypatch.setenv(TARGET_ARCH_ENV, arch)
-    differs = split = False
+    differs = split = preloaded = False
     for workload in task.workloads:
         a = workload.axes
         NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
@@ -117,17 +117,20 @@ def test_capture_of_075_plans_for_the_target_gpu(monkeypatch, arch, sms, stages)
             split = True
         else:
             assert not rest, workload.uuid
-        got = {k: launch.kwargs[k] for k in ("TPK", "TPK7", "NHALF", "ND", "NCB", "HB", "P4SPLIT", "KS1")}
+        names = ("TPK", "TPK7", "NHALF", "ND", "NCB", "HB", "P4SPLIT", "KS1", "PF5")
+        got = {k: launch.kwargs[k] for k in names}
         assert got == {
             "TPK": plan.TPK, "TPK7": plan.TPK7, "NHALF": plan.NHALF, "ND": plan.ND, "NCB": plan.NCB,
-            "HB": plan.HB, "P4SPLIT": plan.NSP4 > 1, "KS1": stages,
+            "HB": plan.HB, "P4SPLIT": plan.NSP4 > 1, "KS1": stages, "PF5": plan.HB <= kernel.DEFAULT_CONFIG.pf5,
         }, workload.uuid  # fmt: skip
+        preloaded |= got["PF5"]
         values = [arg.data[0] for arg in launch.args if arg.kind == "value"]
         pairs = list(zip(values, values[1:], strict=False))
         assert (plan.n_ch, plan.CH) in pairs, workload.uuid  # the key chunking (runtime scalars)
         differs |= (plan.n_ch, plan.CH) != (other.n_ch, other.CH)
     assert differs  # the SM count changes the chunking of some official workload (#6, #11)
     assert split  # and phase 7 runs as its own launch on some (the large ones)
+    assert preloaded  # and phase 5 loads its weights before its barrier on some (32-wide MLP blocks)
 
 
 def test_capture_of_075_rejects_an_unknown_target(monkeypatch):
