@@ -245,6 +245,12 @@ CASES = {
     # the barrier, the other items' in the loop) and multi (one item per program)
     "persistent-pf5": (1, 2, 5, 70, False, dict(grid=1, hb=64, hb_fit=False, pf5=64)),
     "multi-pf5": (2, 1, 3, 40, True, dict(mode="multi", grid=40, hb=32, hb_fit=False, pf5=32)),
+    # phase 2 with its PE rows and weights loaded before the barrier (pf2, the default), 2 and 4 column parts,
+    # and without (the kc-piece loop, with 32-wide column pieces too)
+    "persistent-pf2": (1, 3, 6, 40, False, dict(grid=1, hb=512, csplit=2, pf2=True)),
+    "multi-pf2": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, pf2=True)),
+    "persistent-no-pf2": (1, 3, 6, 40, True, dict(grid=1, hb=512, csplit=2, pf2=False)),
+    "multi-no-pf2-nc32": (2, 1, 5, 40, False, dict(mode="multi", grid=40, hb=512, nc=32, pf2=False)),
 }
 
 

@@ -409,20 +409,74 @@ def _ph2_ln1_t2i_fold(
     C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
     NC: tl.constexpr, QS: tl.constexpr = 1, CP: tl.constexpr = 1,
 ):  # fmt: skip
-    M8: tl.constexpr = 8 * TPK
-    NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
     part = w % CP
     h, r, valid, d, y, mean, rstd = _head_rows(w // CP, live, y1acc, R, C)
     qh = _proj(
         y1acc, r * C, valid, mean, rstd, ln1w, ln1b, qp_ptr, wq, d, live, 16, True, True, C, KC, P3, RN, QS
     )
+    _ph2_fold(
+        qh, qh, part, live, h, r, valid, d, y, mean, rstd, y1acc, ln1w, ln1b, bq, wk, bk, bo_t2i, y2acc, a1,
+        c1, T, C, TPK, P3, RN, NC, CP, False,
+    )  # fmt: skip
+
+
+@triton.jit
+def _ph2_operands(w, live, qp_ptr, wq, wk, R, C: tl.constexpr, CP: tl.constexpr):
+    """What phase-2 work item w reads that phase 1 does not write: the query PE of its rows [16, C], head h's
+    Wq rows [16, C] and its Wk columns [16, C / CP]. Loaded before the phase's barrier (`PF2`)."""
+    NCS: tl.constexpr = C // CP
+    hw = w // CP
+    d = (hw % 8) * 16 + tl.arange(0, 16)
+    r = (hw // 8) * _RT + tl.arange(0, _RT)
+    c = tl.arange(0, C)
+    ok = (c[None, :] < C) & live  # [1, C]; `live` may be a runtime [1] mask (the first item: pid < items)
+    pe = tl.load(qp_ptr + r[:, None] * C + c[None, :], mask=ok & (r < R)[:, None], other=0.0)
+    w_q = tl.load(wq + d[:, None] * C + c[None, :], mask=ok, other=0.0)
+    cn = (w % CP) * NCS + tl.arange(0, NCS)
+    w_k = tl.load(wk + d[:, None] * C + cn[None, :], mask=(cn[None, :] < C) & live, other=0.0)
+    return pe, w_q, w_k
+
+
+@triton.jit
+def _ph2_loaded(
+    w, live, y1acc, pe, w_q, w_k, ln1w, ln1b, bq, wk, bk, bo_t2i, y2acc, a1, c1, R, T,
+    C: tl.constexpr, TPK: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, CP: tl.constexpr,
+):  # fmt: skip
+    """Phase-2 work item w with its PE rows and weights already in registers (`_ph2_operands`): LayerNorm 1
+    of the rows it loads anyway, + PE, one K = 256 product for the head's query, then as `_ph2_ln1_t2i_fold`
+    (the same operations but for the contraction's summation order)."""
+    part = w % CP
+    h, r, valid, d, y, mean, rstd = _head_rows(w // CP, live, y1acc, R, C)
+    x = _ln_cols(y, mean, rstd, ln1w, ln1b, tl.arange(0, C), live) + pe
+    qh = _tdot(x, tl.trans(w_q), tl.zeros([_RT, 16], tl.float32), P3, RN)
+    _ph2_fold(
+        qh, w_k, part, live, h, r, valid, d, y, mean, rstd, y1acc, ln1w, ln1b, bq, wk, bk, bo_t2i, y2acc, a1,
+        c1, T, C, TPK, P3, RN, C // CP, CP, True,
+    )  # fmt: skip
+
+
+@triton.jit
+def _ph2_fold(
+    qh, w_kp, part, live, h, r, valid, d, y, mean, rstd, y1acc, ln1w, ln1b, bq, wk, bk, bo_t2i, y2acc, a1, c1,
+    T, C: tl.constexpr, TPK: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, NC: tl.constexpr,
+    CP: tl.constexpr, PRE: tl.constexpr,
+):  # fmt: skip
+    """The rest of phase-2 work item (row tile, head h, column part): the head's pre-scaled query, A1 = Wk_h^T
+    q_ht on the part's columns in NC-wide pieces (PRE: the part's Wk columns w_kp were loaded already, one
+    piece), c1 = q_ht . bk_h; head 0 seeds y2acc with x1 + bout_t2i."""
+    M8: tl.constexpr = 8 * TPK
+    NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
+    tl.static_assert(not PRE or NC == NCS, "preloaded Wk columns: one piece")
     qh = (qh + tl.load(bq + d, mask=live, other=0.0)[None, :]) * X_SCALE  # [16, 16] pre-scaled
     cb = tl.sum(qh * tl.load(bk + d, mask=live, other=0.0)[None, :], 1)  # [16]  q_ht . bk_h
     item = r // T
     j = item * M8 + h * TPK + r % T  # row of A1 [items, 8 * TPK] (head-major inside an item)
     for nb in range(part * NCS, part * NCS + NCS, NC):  # this item's output columns in NC-wide pieces
         cn = nb + tl.arange(0, NC)
-        w_k = tl.load(wk + d[:, None] * C + cn[None, :], mask=live, other=0.0)  # [16, NC]
+        if PRE:
+            w_k = w_kp
+        else:
+            w_k = tl.load(wk + d[:, None] * C + cn[None, :], mask=live, other=0.0)  # [16, NC]
         a = _tdot(qh, w_k, tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]  Wk_h^T q_ht
         tl.store(a1 + j[:, None] * C + cn[None, :], _tf32_rn(a, RN), mask=valid[:, None])
         if h == 0:  # x1 + bout_t2i seeds y2acc (phase 4 adds the attention)
@@ -870,7 +924,7 @@ def _two_way_kernel(
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
-    PF5: tl.constexpr = False,
+    PF5: tl.constexpr = False, PF2: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1003,16 +1057,26 @@ def _two_way_kernel(
                 IPB, pe_sa, C, KC, P3_1, RN, NC1, QS, CP1, KP1,
             )  # fmt: skip
             _item_done(sync, 0, times, G, NMAX, 1, w, t0, PERSIST, INSTR)
+    if PF2 and (PERSIST or PHASE == 2):  # the first phase-2 item's PE rows and weights, during the barrier
+        pe2, w_q2, w_k2 = _ph2_operands(pid, pid + tl.zeros([1], tl.int32) < n2, qp_ptr, t_wq, t_wk, R, C, CP)
     if PERSIST:
         _phase_barrier(sync, 0, n1, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 2:
         for w in range(pid, n2, G):
             t0 = _item_start(INSTR)
-            _ph2_ln1_t2i_fold(
-                w, True, y1acc, qp_ptr, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
-                C, TPK, KC, P3_2, RN, NC26, QS, CP,
-            )  # fmt: skip
+            if PF2:
+                if w != pid:
+                    pe2, w_q2, w_k2 = _ph2_operands(w, True, qp_ptr, t_wq, t_wk, R, C, CP)
+                _ph2_loaded(
+                    w, True, y1acc, pe2, w_q2, w_k2, ln1w, ln1b, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
+                    C, TPK, P3_2, RN, CP,
+                )  # fmt: skip
+            else:
+                _ph2_ln1_t2i_fold(
+                    w, True, y1acc, qp_ptr, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
+                    C, TPK, KC, P3_2, RN, NC26, QS, CP,
+                )  # fmt: skip
             _item_done(sync, 1, times, G, NMAX, 2, w, t0, PERSIST, INSTR)
     if PERSIST:
         _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
@@ -1183,6 +1247,10 @@ class Config:
     # at 8 warps). H200 (session 11, tune.py round 22): 2-3 us off each workload with 32-wide blocks; with
     # hb_fit's 64-wide ones (#1, #5, #6, #11) level or 1 us slower, so 32
     pf5: int = 32
+    # phase 2 loads its work item's query PE rows, Wq rows and Wk columns (36 KB with csplit 4) before it waits
+    # for phase 1, and runs one K = 256 product for the query instead of the kc-piece loop. H200 (session 11,
+    # tune.py round 23): geomean 105.3 -> 104.0 us, 0.4-2 us off most workloads
+    pf2: bool = True
     # phases 2 and 6 (csplit) and 1 (csplit1): output columns split over that many work items (more programs;
     # each redoes the K loop, and phase 1 the attention core)
     csplit: int = 4  # (1 until session 4)
@@ -1576,6 +1644,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         P4SPLIT=plan.NSP4 > 1,
         TPK7=plan.TPK7,
         PF5=plan.HB <= cfg.pf5,
+        PF2=cfg.pf2,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

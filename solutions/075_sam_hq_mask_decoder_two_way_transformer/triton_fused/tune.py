@@ -277,6 +277,11 @@ VARIANTS: dict[str, Config] = {
     "p5": P5,
     "pf5_64": dataclasses.replace(P5, pf5=64),
     "pf5h32": dataclasses.replace(P5, pf5=32, hb_fit=False),
+    # round 23 (session 11, on BASE): phase 2's query PE rows, Wq rows and Wk columns loaded before its barrier
+    # (pf2), also with pf5 64. sm_90a (Triton 3.9): the persistent kernel's stack 328 -> 264 B at #10, 344 ->
+    # 248 B at #6
+    "pf2": dataclasses.replace(BASE, pf2=True),
+    "pf2_pf5_64": dataclasses.replace(BASE, pf2=True, pf5=64),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
