@@ -241,16 +241,31 @@ CASES = {
             csplit1=4,
         ),
     ),  # fmt: skip
-    # phase 5 with its weights loaded before the barrier (pf5): persistent (the first item's weights before
+    # phase 5 with its weights loaded before the barrier (pre5): persistent (the first item's weights before
     # the barrier, the other items' in the loop) and multi (one item per program)
-    "persistent-pf5": (1, 2, 5, 70, False, dict(grid=1, hb=64, hb_fit=False, pf5=64)),
-    "multi-pf5": (2, 1, 3, 40, True, dict(mode="multi", grid=40, hb=32, hb_fit=False, pf5=32)),
-    # phase 2 with its PE rows and weights loaded before the barrier (pf2, the default), 2 and 4 column parts,
+    "persistent-pre5": (1, 2, 5, 70, False, dict(grid=1, hb=64, hb_fit=False, pre5=64)),
+    "multi-pre5": (2, 1, 3, 40, True, dict(mode="multi", grid=40, hb=32, hb_fit=False, pre5=32)),
+    # phase 2 with its PE rows and weights loaded before the barrier (pre2, the default), 2 and 4 column parts,
     # and without (the kc-piece loop, with 32-wide column pieces too)
-    "persistent-pf2": (1, 3, 6, 40, False, dict(grid=1, hb=512, csplit=2, pf2=True)),
-    "multi-pf2": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, pf2=True)),
-    "persistent-no-pf2": (1, 3, 6, 40, True, dict(grid=1, hb=512, csplit=2, pf2=False)),
-    "multi-no-pf2-nc32": (2, 1, 5, 40, False, dict(mode="multi", grid=40, hb=512, nc=32, pf2=False)),
+    "persistent-pre2": (1, 3, 6, 40, False, dict(grid=1, hb=512, csplit=2, pre2=True)),
+    "multi-pre2": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, pre2=True)),
+    "persistent-no-pre2": (1, 3, 6, 40, True, dict(grid=1, hb=512, csplit=2, pre2=False)),
+    "multi-no-pre2-nc32": (2, 1, 5, 40, False, dict(mode="multi", grid=40, hb=512, nc=32, pre2=False)),
+    # phase 4 with its weights loaded before the barrier (pre4): persistent with chunk parts (p4_chunks), multi
+    # with 64-wide output pieces elsewhere (the preloaded product takes all 256 columns at once)
+    "persistent-pre4-p4-split": (
+        2,
+        1,
+        4,
+        200,
+        False,
+        dict(grid=1, waves=40.0, hb=512, p4_chunks=2, nd=2, nd_fit=False, pre4=True),
+    ),  # fmt: skip
+    "multi-pre4": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, nc=64, pre4=True)),
+    # phase 6a with its PE and weight columns loaded before the barrier (pre6): 4 contraction parts, and 2
+    # with kc-pieces of 16 elsewhere (the preloaded part is one piece)
+    "persistent-pre6": (1, 3, 6, 40, False, dict(grid=1, hb=512, pre6=True)),
+    "multi-pre6-kc16": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, ksplit6=2, kc=16, pre6=True)),
 }
 
 
@@ -287,8 +302,8 @@ def test_decompositions_exact(task, case):
         assert len(kernel.last_kernels) == 2  # the persistent launch and phase 7's
         tiles = {"parts3": 5, "T6": 1, "tile64": 3}[case.removeprefix("persistent-split7-")]
         assert -(-min(plan.CH, S) // plan.P7BS) == tiles
-    if case.endswith("pf5"):  # the case runs the preloaded phase 5
-        assert plan.HB <= overrides["pf5"]
+    if case.endswith("pre5"):  # the case runs the preloaded phase 5
+        assert plan.HB <= overrides["pre5"]
     if case.endswith("p4-split"):
         assert plan.NSP4 > 1 and plan.work[4] == plan.NRT * 8 * plan.ND * plan.NSP4
     _check(outs, task.reference(*args), TOLERANCE, max_abs=2e-5)
@@ -345,7 +360,7 @@ def test_plans_for_official_workloads(task):
         ("tpk_min", 2),
         ("tpk7_min", 16),
         ("tpk4_chunk", -1),
-        ("pf5", 48),
+        ("pre5", 48),
         ("plan_programs", -1),
         ("stages1", -1),
         ("qstages", 0),

@@ -117,14 +117,14 @@ def test_capture_of_075_plans_for_the_target_gpu(monkeypatch, arch, sms, stages)
             split = True
         else:
             assert not rest, workload.uuid
-        names = ("TPK", "TPK7", "NHALF", "ND", "NCB", "HB", "P4SPLIT", "KS1", "PF5", "PF2")
+        names = ("TPK", "TPK7", "NHALF", "ND", "NCB", "HB", "P4SPLIT", "KS1", "PRE5", "PRE2")
         got = {k: launch.kwargs[k] for k in names}
         assert got == {
             "TPK": plan.TPK, "TPK7": plan.TPK7, "NHALF": plan.NHALF, "ND": plan.ND, "NCB": plan.NCB,
-            "HB": plan.HB, "P4SPLIT": plan.NSP4 > 1, "KS1": stages, "PF5": plan.HB <= kernel.DEFAULT_CONFIG.pf5,
-            "PF2": kernel.DEFAULT_CONFIG.pf2,
+            "HB": plan.HB, "P4SPLIT": plan.NSP4 > 1, "KS1": stages, "PRE5": plan.HB <= kernel.DEFAULT_CONFIG.pre5,
+            "PRE2": kernel.DEFAULT_CONFIG.pre2,
         }, workload.uuid  # fmt: skip
-        preloaded |= got["PF5"]
+        preloaded |= got["PRE5"]
         values = [arg.data[0] for arg in launch.args if arg.kind == "value"]
         pairs = list(zip(values, values[1:], strict=False))
         assert (plan.n_ch, plan.CH) in pairs, workload.uuid  # the key chunking (runtime scalars)

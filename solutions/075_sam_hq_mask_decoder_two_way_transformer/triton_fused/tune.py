@@ -63,8 +63,8 @@ BASE = kernel.DEFAULT_CONFIG
 # rounds 10 and 11; B6 = 54dc7a1 (session 6: tpk7_min 4, hb_fit), the base of rounds 12-17; B7 = fdccf0c (session
 # 7: acc_t, bs1 32, stages1 by architecture: 3 on the H200), the base of round 18; B8 = 1c74dff (session 8:
 # tpk4_chunk 64), the base of rounds 19-20; P5 = d83a5ee (session 10: split7), the base of rounds 21-22; BASE =
-# the shipped defaults (session 11: pf5).
-P5 = dataclasses.replace(BASE, pf5=0)
+# the shipped defaults (session 11: pre5).
+P5 = dataclasses.replace(BASE, pre5=0)
 B8 = dataclasses.replace(P5, split7=0)
 B7 = dataclasses.replace(B8, tpk4_chunk=0)
 B6 = dataclasses.replace(B7, acc_t=False, bs1=16, stages1=3)
@@ -270,18 +270,24 @@ VARIANTS: dict[str, Config] = {
     "p7l4s2": dataclasses.replace(P5, p7_launch_long4=(1, 8, 0, 32, 2)),
     "p7l4s2rk0": dataclasses.replace(P5, p7_launch_long4=(1, 8, 0, 32, 2), reload_k=0),
     "p7l4b64": dataclasses.replace(P5, p7_launch_long4=(1, 8, 0, 64, 1)),
-    # round 22 (session 11, on P5 = BASE without pf5): phase 5's MLP weights loaded into registers before its
-    # barrier, with hb_fit's 64-wide blocks (#1, #5, #6, #11) too (pf5 64) or 32 everywhere. sm_90a (Triton
-    # 3.9): the persistent kernel's stack 344 -> 496 B at #6 (hb 64), 344 -> 328 B at #10 (hb 32). BASE (pf5
+    # round 22 (session 11, on P5 = BASE without pre5): phase 5's MLP weights loaded into registers before its
+    # barrier, with hb_fit's 64-wide blocks (#1, #5, #6, #11) too (pre5 64) or 32 everywhere. sm_90a (Triton
+    # 3.9): the persistent kernel's stack 344 -> 496 B at #6 (hb 64), 344 -> 328 B at #10 (hb 32). BASE (pre5
     # 32) takes the gain of the 32-wide blocks only
     "p5": P5,
-    "pf5_64": dataclasses.replace(P5, pf5=64),
-    "pf5h32": dataclasses.replace(P5, pf5=32, hb_fit=False),
+    "pre5_64": dataclasses.replace(P5, pre5=64),
+    "pre5h32": dataclasses.replace(P5, pre5=32, hb_fit=False),
     # round 23 (session 11, on BASE): phase 2's query PE rows, Wq rows and Wk columns loaded before its barrier
-    # (pf2), also with pf5 64. sm_90a (Triton 3.9): the persistent kernel's stack 328 -> 264 B at #10, 344 ->
+    # (pre2), also with pre5 64. sm_90a (Triton 3.9): the persistent kernel's stack 328 -> 264 B at #10, 344 ->
     # 248 B at #6
-    "pf2": dataclasses.replace(BASE, pf2=True),
-    "pf2_pf5_64": dataclasses.replace(BASE, pf2=True, pf5=64),
+    "pre2": dataclasses.replace(BASE, pre2=True),
+    "pre2_pre5_64": dataclasses.replace(BASE, pre2=True, pre5=64),
+    # round 24 (session 11, on BASE = 8229842: pre2, pre5 32): phase 4's Wv slice and Wout columns (pre4) and phase
+    # 6a's PE and Wk / Wv columns (pre6) loaded before their barriers. sm_90a (Triton 3.9), persistent kernel's
+    # stack with pre4: 264 -> 296 B at #10, 248 -> 304 B at #6
+    "pre4": dataclasses.replace(BASE, pre4=True),
+    "pre6": dataclasses.replace(BASE, pre6=True),
+    "pre46": dataclasses.replace(BASE, pre4=True, pre6=True),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
