@@ -251,21 +251,6 @@ CASES = {
     "multi-pre2": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, pre2=True)),
     "persistent-no-pre2": (1, 3, 6, 40, True, dict(grid=1, hb=512, csplit=2, pre2=False)),
     "multi-no-pre2-nc32": (2, 1, 5, 40, False, dict(mode="multi", grid=40, hb=512, nc=32, pre2=False)),
-    # phase 4 with its weights loaded before the barrier (pre4): persistent with chunk parts (p4_chunks), multi
-    # with 64-wide output pieces elsewhere (the preloaded product takes all 256 columns at once)
-    "persistent-pre4-p4-split": (
-        2,
-        1,
-        4,
-        200,
-        False,
-        dict(grid=1, waves=40.0, hb=512, p4_chunks=2, nd=2, nd_fit=False, pre4=True),
-    ),  # fmt: skip
-    "multi-pre4": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, nc=64, pre4=True)),
-    # phase 6a with its PE and weight columns loaded before the barrier (pre6): 4 contraction parts, and 2
-    # with kc-pieces of 16 elsewhere (the preloaded part is one piece)
-    "persistent-pre6": (1, 3, 6, 40, False, dict(grid=1, hb=512, pre6=True)),
-    "multi-pre6-kc16": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, ksplit6=2, kc=16, pre6=True)),
 }
 
 

@@ -574,32 +574,14 @@ def _merge_partials(m_run, l_run, mc, lc):
 
 
 @triton.jit
-def _ph4_weights(w, live, wv, wo, nsp, C: tl.constexpr, ND: tl.constexpr, SPLIT: tl.constexpr):
-    """Phase-4 work item w's weights: Wv rows of head h on its channel slice [16, C / ND] and Wout_t2i's
-    columns of head h [C, 16]. Loaded before the phase's barrier (`PRE4`) or before the item's chunk loop."""
-    DS: tl.constexpr = C // ND
-    wc = w // nsp if SPLIT else w
-    dd = (wc % ND) * DS + tl.arange(0, DS)
-    d = ((wc // ND) % 8) * 16 + tl.arange(0, 16)
-    ok = (d[:, None] < 128) & live  # [16, 1]; `live` may be a runtime [1] mask (the first item: pid < items)
-    w_v = tl.load(wv + d[:, None] * C + dd[None, :], mask=ok, other=0.0)  # [16, DS]
-    cn = tl.arange(0, C)
-    w_o = tl.load(wo + cn[:, None] * 128 + d[None, :], mask=tl.trans(ok), other=0.0)  # [C, 16]
-    return w_v, w_o
-
-
-@triton.jit
 def _ph4_t2i_combine(
-    w, live, pm, pl, pacc, wv, bv, wo, y2acc, R, T, n_ch, nsp, w_vp, w_op,
+    w, live, pm, pl, pacc, wv, bv, wo, y2acc, R, T, n_ch, nsp,
     C: tl.constexpr, TPK: tl.constexpr, ND: tl.constexpr, NCB: tl.constexpr, P3: tl.constexpr,
     RN: tl.constexpr, NC: tl.constexpr, CS: tl.constexpr = 1, SPLIT: tl.constexpr = False,
-    PRE: tl.constexpr = False,
 ):  # fmt: skip
     """Work item (row tile, head, channel slice[, chunk part]). SPLIT: an item's chunk partials are split over
     nsp work items; each scales its part by the global max and sum over all chunks (read first: [32, 16]
-    blocks of the partial maxima and sums), so that the parts add up in y2acc like the channel slices do.
-    PRE: the item's weights w_vp, w_op are loaded already (`_ph4_weights`; one NC = C piece)."""
-    tl.static_assert(not PRE or NC == C, "preloaded Wout columns: one piece")
+    blocks of the partial maxima and sums), so that the parts add up in y2acc like the channel slices do."""
     M8: tl.constexpr = 8 * TPK
     DS: tl.constexpr = C // ND
     if SPLIT:
@@ -649,21 +631,13 @@ def _ph4_t2i_combine(
         pooled = acc * (tl.exp2(m_run - m_all) / tl.where(valid, l_all, 1.0))[:, None]
     else:
         pooled = acc / tl.where(valid, l_run, 1.0)[:, None]  # softmax-weighted mean of raw keys, [16, DS]
-    if PRE:
-        w_v = w_vp
-    else:
-        w_v = tl.load(wv + d[:, None] * C + dd[None, :], mask=live, other=0.0)  # [16, DS]
+    w_v = tl.load(wv + d[:, None] * C + dd[None, :], mask=live, other=0.0)  # [16, DS]
     v = _fma_dot(pooled, tl.trans(w_v))  # [16, 16] partial over the channel slice (fp32)
     if (ds == 0) & (sp == 0):  # (sp is the constant 0 without SPLIT)
         v += tl.load(bv + d, mask=live, other=0.0)[None, :]
     for nb in range(0, C, NC):  # output columns in NC-wide pieces
         cn = nb + tl.arange(0, NC)
-        if PRE:
-            w_o = w_op
-        else:
-            w_o = tl.load(
-                wo + cn[:, None] * 128 + d[None, :], mask=live, other=0.0
-            )  # [NC, 16] Wout_t2i[cn, h]
+        w_o = tl.load(wo + cn[:, None] * 128 + d[None, :], mask=live, other=0.0)  # [NC, 16] Wout_t2i[cn, h]
         u = _tdot(v, tl.trans(w_o), tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]
         offn = r[:, None] * C + cn[None, :]
         tl.atomic_add(y2acc + offn, u, mask=valid[:, None], sem="relaxed", scope="gpu")
@@ -745,14 +719,11 @@ def _ph5_mlp_loaded(
 
 @triton.jit
 def _kv_rows(
-    r, valid, live, d, mean, rstd, k0, y3acc, qp_ptr, ln3w, ln3b, wk, wv, pe_p, w_kp, w_vp,
+    r, valid, live, d, mean, rstd, k0, y3acc, qp_ptr, ln3w, ln3b, wk, wv,
     C: tl.constexpr, KR: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, QS: tl.constexpr,
-    PRE: tl.constexpr = False,
 ):  # fmt: skip
     """K_h (from LN3(x) + pe) and V_h (from LN3(x)) of rows r, channels d, over the contraction range
-    [k0, k0 + KR) in KC-wide pieces, without biases. PRE: the range is one piece whose pe, Wk and Wv columns
-    were loaded already (pe_p, w_kp, w_vp, from `_kv_operands`)."""
-    tl.static_assert(not PRE or KC == KR, "preloaded operands: one piece")
+    [k0, k0 + KR) in KC-wide pieces, without biases."""
     kh = tl.zeros([_RT, 16], tl.float32)
     vh = tl.zeros([_RT, 16], tl.float32)
     for kb in tl.range(k0, k0 + KR, KC, num_stages=QS):  # K_h and V_h in one pass over the pieces
@@ -760,54 +731,29 @@ def _kv_rows(
         xo = r[:, None] * C + cols[None, :]
         x3p = tl.load(y3acc + xo, mask=valid[:, None], other=0.0, cache_modifier=".cg")
         x3p = _ln_cols(x3p, mean, rstd, ln3w, ln3b, cols, live)
-        if PRE:
-            xk = x3p + pe_p
-            w_k = w_kp
-            w_v = w_vp
-        else:
-            xk = x3p + tl.load(qp_ptr + xo, mask=valid[:, None], other=0.0)
-            w_k = tl.load(wk + d[:, None] * C + cols[None, :], mask=live, other=0.0)  # [16, KC]
-            w_v = tl.load(wv + d[:, None] * C + cols[None, :], mask=live, other=0.0)
+        xk = x3p + tl.load(qp_ptr + xo, mask=valid[:, None], other=0.0)
+        w_k = tl.load(wk + d[:, None] * C + cols[None, :], mask=live, other=0.0)  # [16, KC]
+        w_v = tl.load(wv + d[:, None] * C + cols[None, :], mask=live, other=0.0)
         kh = _tdot(xk, tl.trans(w_k), kh, P3, RN)
         vh = _tdot(x3p, tl.trans(w_v), vh, P3, RN)
     return kh, vh
 
 
 @triton.jit
-def _kv_operands(w, live, qp_ptr, wk, wv, R, C: tl.constexpr, KP: tl.constexpr):
-    """What phase-6a work item w = (row tile, head, contraction part) reads that phase 5 does not write: the
-    query PE of its rows and head h's Wk and Wv rows on its C / KP contraction columns (3 x [16, C / KP]).
-    Loaded before the phase's barrier (`PRE6`)."""
-    KR: tl.constexpr = C // KP
-    hw = w // KP
-    d = (hw % 8) * 16 + tl.arange(0, 16)
-    r = (hw // 8) * _RT + tl.arange(0, _RT)
-    cols = (w % KP) * KR + tl.arange(0, KR)
-    ok = (cols[None, :] < C) & live  # [1, KR]; `live` may be a runtime [1] mask (the first item: pid < items)
-    pe = tl.load(qp_ptr + r[:, None] * C + cols[None, :], mask=ok & (r < R)[:, None], other=0.0)
-    w_k = tl.load(wk + d[:, None] * C + cols[None, :], mask=ok, other=0.0)
-    w_v = tl.load(wv + d[:, None] * C + cols[None, :], mask=ok, other=0.0)
-    return pe, w_k, w_v
-
-
-@triton.jit
 def _ph6a_kv_part(
-    w, live, y3acc, qp_ptr, ln3w, ln3b, wk, bk, wv, bv, kv, R, pe_p, w_kp, w_vp,
+    w, live, y3acc, qp_ptr, ln3w, ln3b, wk, bk, wv, bv, kv, R,
     C: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, QS: tl.constexpr, KP: tl.constexpr,
-    PRE: tl.constexpr = False,
 ):  # fmt: skip
     """Phase 6a (Config.ksplit6 = KP > 1): work item (row tile, head, contraction part) adds head h's K_h and
     V_h over its C / KP contraction columns into the [rows, C] accumulator kv (K of the 8 heads | V of the 8
-    heads, 16 columns each); part 0 adds the biases. PRE: its PE and weight columns are loaded already (one
-    piece: `_kv_operands`)."""
+    heads, 16 columns each); part 0 adds the biases."""
     KR: tl.constexpr = C // KP
     KCA: tl.constexpr = KC if KC < KR else KR
     kp = w % KP
     h, r, valid, d, y, mean, rstd = _head_rows(w // KP, live, y3acc, R, C)
     kh, vh = _kv_rows(
-        r, valid, live, d, mean, rstd, kp * KR, y3acc, qp_ptr, ln3w, ln3b, wk, wv, pe_p, w_kp, w_vp,
-        C, KR, KR if PRE else KCA, P3, RN, QS, PRE,
-    )  # fmt: skip
+        r, valid, live, d, mean, rstd, kp * KR, y3acc, qp_ptr, ln3w, ln3b, wk, wv, C, KR, KCA, P3, RN, QS
+    )
     if kp == 0:
         kh += tl.load(bk + d, mask=live, other=0.0)[None, :]
         vh += tl.load(bv + d, mask=live, other=0.0)[None, :]
@@ -832,28 +778,7 @@ def _ph6_ln3_i2t_fold(
         vh = tl.load(kv + 128 + o, mask=valid[:, None], other=0.0, cache_modifier=".cg")
     else:
         kh, vh = _kv_rows(
-            r,
-            valid,
-            live,
-            d,
-            mean,
-            rstd,
-            0,
-            y3acc,
-            qp_ptr,
-            ln3w,
-            ln3b,
-            wk,
-            wv,
-            0.0,
-            0.0,
-            0.0,
-            C,
-            C,
-            KC,
-            P3,
-            RN,
-            QS,
+            r, valid, live, d, mean, rstd, 0, y3acc, qp_ptr, ln3w, ln3b, wk, wv, C, C, KC, P3, RN, QS
         )
         kh += tl.load(bk + d, mask=live, other=0.0)[None, :]
         vh += tl.load(bv + d, mask=live, other=0.0)[None, :]
@@ -999,7 +924,7 @@ def _two_way_kernel(
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
-    PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, PRE4: tl.constexpr = False, PRE6: tl.constexpr = False,
+    PRE5: tl.constexpr = False, PRE2: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1094,7 +1019,7 @@ def _two_way_kernel(
                 )
             if pid == (G - 3) % G:
                 _ph4_t2i_combine(
-                    0, False, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4, 0.0, 0.0,
+                    0, False, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
                     C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT,
                 )  # fmt: skip
             if pid == (G - 4) % G:
@@ -1164,26 +1089,16 @@ def _two_way_kernel(
                 C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T,
             )  # fmt: skip
             _item_done(sync, 2, times, G, NMAX, 3, w, t0, PERSIST, INSTR)
-    if PRE4 and (PERSIST or PHASE == 4):  # the first phase-4 item's weights, in flight during the barrier
-        w_v4, w_o4 = _ph4_weights(pid, pid + tl.zeros([1], tl.int32) < n4, t_wv, t_wo, NSP4, C, ND, P4SPLIT)
     if PERSIST:
         _phase_barrier(sync, 2, n3, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 4:
         for w in range(pid, n4, G):
             t0 = _item_start(INSTR)
-            if PRE4:
-                if w != pid:
-                    w_v4, w_o4 = _ph4_weights(w, True, t_wv, t_wo, NSP4, C, ND, P4SPLIT)
-                _ph4_t2i_combine(
-                    w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4, w_v4, w_o4,
-                    C, TPK, ND, NCB, P3_4, RN, C, CS, P4SPLIT, True,
-                )  # fmt: skip
-            else:
-                _ph4_t2i_combine(
-                    w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4, 0.0, 0.0,
-                    C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT,
-                )  # fmt: skip
+            _ph4_t2i_combine(
+                w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
+                C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT,
+            )  # fmt: skip
             _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
     if PRE5 and (PERSIST or PHASE == 5):  # the first phase-5 item's weights, in flight during the barrier
         # (a [1] tensor: the interpreter refuses a scalar comparison as a load mask)
@@ -1203,10 +1118,6 @@ def _two_way_kernel(
                     w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3_5, RN, NC, QS
                 )
             _item_done(sync, 4, times, G, NMAX, 5, w, t0, PERSIST, INSTR)
-    if PRE6 and KP6 > 1 and (PERSIST or PHASE == 9):  # the first phase-6a item's operands, during the barrier
-        pe6, w_k6, w_v6 = _kv_operands(
-            pid, pid + tl.zeros([1], tl.int32) < n6a, qp_ptr, i_wk, i_wv, R, C, KP6
-        )
     if PERSIST:
         _phase_barrier(sync, 4, n5, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
@@ -1214,18 +1125,9 @@ def _two_way_kernel(
         if PERSIST or PHASE == 9:  # phase 6a: K, V split by contraction columns
             for w in range(pid, n6a, G):
                 t0 = _item_start(INSTR)
-                if PRE6:
-                    if w != pid:
-                        pe6, w_k6, w_v6 = _kv_operands(w, True, qp_ptr, i_wk, i_wv, R, C, KP6)
-                    _ph6a_kv_part(
-                        w, True, y3acc, qp_ptr, ln3w, ln3b, i_wk, i_bk, i_wv, i_bv, kv, R, pe6, w_k6, w_v6,
-                        C, KC, P3_6, RN, QS, KP6, True,
-                    )  # fmt: skip
-                else:
-                    _ph6a_kv_part(
-                        w, True, y3acc, qp_ptr, ln3w, ln3b, i_wk, i_bk, i_wv, i_bv, kv, R, 0.0, 0.0, 0.0,
-                        C, KC, P3_6, RN, QS, KP6,
-                    )  # fmt: skip
+                _ph6a_kv_part(
+                    w, True, y3acc, qp_ptr, ln3w, ln3b, i_wk, i_bk, i_wv, i_bv, kv, R, C, KC, P3_6, RN, QS, KP6,
+                )  # fmt: skip
                 _item_done(sync, 8, times, G, NMAX, 9, w, t0, PERSIST, INSTR)
         if PERSIST:
             _phase_barrier(sync, 8, n6a, times, pid, MAXSPIN, SPIN_NS, False)  # (nor for 6a)
@@ -1349,10 +1251,6 @@ class Config:
     # for phase 1, and runs one K = 256 product for the query instead of the kc-piece loop. H200 (session 11,
     # tune.py round 23): geomean 105.3 -> 104.0 us, 0.4-2 us off most workloads
     pre2: bool = True
-    # phase 4 loads its work item's Wv slice and Wout_t2i columns (18 KB with nd 8) before it waits for phase 3
-    pre4: bool = False
-    # phase 6a (ksplit6 > 1) loads its work item's query PE and Wk / Wv columns (12 KB) before it waits for phase 5
-    pre6: bool = False
     # phases 2 and 6 (csplit) and 1 (csplit1): output columns split over that many work items (more programs;
     # each redoes the K loop, and phase 1 the attention core)
     csplit: int = 4  # (1 until session 4)
@@ -1747,8 +1645,6 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         TPK7=plan.TPK7,
         PRE5=plan.HB <= cfg.pre5,
         PRE2=cfg.pre2,
-        PRE4=cfg.pre4,
-        PRE6=cfg.pre6,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

@@ -282,12 +282,8 @@ VARIANTS: dict[str, Config] = {
     # 248 B at #6
     "pre2": dataclasses.replace(BASE, pre2=True),
     "pre2_pre5_64": dataclasses.replace(BASE, pre2=True, pre5=64),
-    # round 24 (session 11, on BASE = 8229842: pre2, pre5 32): phase 4's Wv slice and Wout columns (pre4) and phase
-    # 6a's PE and Wk / Wv columns (pre6) loaded before their barriers. sm_90a (Triton 3.9), persistent kernel's
-    # stack with pre4: 264 -> 296 B at #10, 248 -> 304 B at #6
-    "pre4": dataclasses.replace(BASE, pre4=True),
-    "pre6": dataclasses.replace(BASE, pre6=True),
-    "pre46": dataclasses.replace(BASE, pre4=True, pre6=True),
+    # Also run (round 24, session 11, on BASE), with their knobs removed since: phase 4's Wv slice and Wout columns
+    # (pre4) and phase 6a's PE and Wk / Wv columns (pre6) loaded before their barriers (NOTES.md)
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
