@@ -358,6 +358,7 @@ def test_plans_for_official_workloads(task):
         ("p7_launch", (1, 8, 0, 16, 1)),
         ("p7_launch", (1, 8, 0, 32, 4)),
         ("p7_launch", (1, 8, 0)),
+        ("p7_launch", 8),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):

@@ -1264,10 +1264,12 @@ class Config:
     # phase 7 (the i2t key pass) as its own launch after the persistent one, with its own registers and
     # occupancy, from `split7` key tokens (B*P*S; 0: never). The launch: (work items per key chunk, warps,
     # register cap per thread or 0, key tile in tokens, cp.async stages of the tile loop): `p7_launch`, or
-    # `p7_launch_long4` for T <= 4 (TPK7 4) where a program's key chunk has at least `split7_tiles4` bs2 tiles. (2, 4, 0): two CTAs of 4 warps per SM (96 KB of shared
-    # memory each on sm_90a); (1, 8, 0): one CTA of 8 warps, 178-242 registers and no spills, where the
-    # persistent kernel runs phase 7 at 255 registers. H200 (session 10, NOTES.md): #6 and #11 245.7 / 247.2 ->
-    # 224.5 / 222.7 us with (2, 4, 0), the other workloads 3-8 us faster with (1, 8, 0) in the per-call probes.
+    # `p7_launch_long4` for T <= 4 (TPK7 4) where a program's key chunk has at least `split7_tiles4` bs2 tiles.
+    # (2, 4, 0, 32, 1): two CTAs of 4 warps per SM (96 KB of shared memory each on sm_90a); (1, 8, 0, 32, 1):
+    # one CTA of 8 warps, 178-242 registers and no spills, where the persistent kernel runs phase 7 at 255
+    # registers. H200 (session 10, NOTES.md): #6 and #11 245.7 / 247.2 -> 224.5 / 222.7 us with two CTAs, the
+    # other workloads 3-8 us faster with one in the per-call probes. Session 11 (round 21): one CTA with a
+    # two-stage pipeline or 64-token tiles is slower than two CTAs for the T <= 4 workloads with long chunks.
     # Needs direct launches (`_DIRECT_TRITON`): Triton's own launch of the second kernel takes longer on the
     # CPU than the first kernel runs. With tensors passed as tensors the runner still issued the second launch
     # 45-66 us after the first, and an official run with every workload split lost 4-13 us on workloads whose
@@ -1459,7 +1461,9 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"split7, split7_tiles4: expected >= 0, got {cfg.split7}, {cfg.split7_tiles4}")
     for name in ("p7_launch", "p7_launch_long4"):
         value = getattr(cfg, name)
-        parts, warps, maxnreg, bs, stages = value if len(value) == 5 else (0,) * 5
+        parts, warps, maxnreg, bs, stages = (
+            value if isinstance(value, (tuple, list)) and len(value) == 5 else (0,) * 5
+        )
         if (
             parts not in (1, 2, 3, 4)
             or warps not in (4, 8, 16)
