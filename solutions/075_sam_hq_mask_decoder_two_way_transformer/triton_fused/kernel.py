@@ -162,6 +162,13 @@ def _phase_barrier(
 
 
 @triton.jit
+def _first_live(pid, n):
+    """Whether program pid has a first work item among n, as a [1] mask for the loads of that item issued
+    before the phase's barrier (the interpreter refuses a scalar comparison as a load mask)."""
+    return pid + tl.zeros([1], tl.int32) < n
+
+
+@triton.jit
 def _prefetch_l2(ptrs):
     """Fire-and-forget L2 prefetch of the 128 B lines holding `ptrs` (GPU only: inline PTX)."""
     tl.inline_asm_elementwise(
@@ -1058,7 +1065,7 @@ def _two_way_kernel(
             )  # fmt: skip
             _item_done(sync, 0, times, G, NMAX, 1, w, t0, PERSIST, INSTR)
     if PRE2 and (PERSIST or PHASE == 2):  # the first phase-2 item's PE rows and weights, during the barrier
-        pe2, w_q2, w_k2 = _ph2_operands(pid, pid + tl.zeros([1], tl.int32) < n2, qp_ptr, t_wq, t_wk, R, C, CP)
+        pe2, w_q2, w_k2 = _ph2_operands(pid, _first_live(pid, n2), qp_ptr, t_wq, t_wk, R, C, CP)
     if PERSIST:
         _phase_barrier(sync, 0, n1, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
@@ -1101,8 +1108,7 @@ def _two_way_kernel(
             )  # fmt: skip
             _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
     if PRE5 and (PERSIST or PHASE == 5):  # the first phase-5 item's weights, in flight during the barrier
-        # (a [1] tensor: the interpreter refuses a scalar comparison as a load mask)
-        w_1, w_2 = _ph5_weights(pid, pid + tl.zeros([1], tl.int32) < n5, m_w1, m_w2, C, HB)
+        w_1, w_2 = _ph5_weights(pid, _first_live(pid, n5), m_w1, m_w2, C, HB)
     if PERSIST:
         _phase_barrier(sync, 3, n4, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
