@@ -400,7 +400,7 @@ def test_split7_rule():
 
 
 def test_direct_runner_parameters_and_cache(monkeypatch):
-    """The split's launches go through `_direct_runner` (GPU only; its host logic checked here with a stand-in
+    """The split's launches go through `_direct_runners` (GPU only; its host logic checked here with a stand-in
     for Triton's warmup): every kernel parameter in signature order, tensors as their addresses (ints),
     constexprs from the launch's keywords or the signature's defaults; one compile per launch key, and the key
     holds the device (a compiled kernel belongs to one)."""
@@ -424,16 +424,20 @@ def test_direct_runner_parameters_and_cache(monkeypatch):
     t = torch.zeros(4)
     args = [t] * names.index("NI") + [3, 5, 7, 15, 16, 1.0, 2, 64, 1]  # tensors, then the runtime scalars
     meta = {"PHASE": 7, "P7PARTS": 2, "num_warps": 4, "TPK": 8}
-    first, runner, params = kernel._direct_runner(12, args, meta)
-    assert runner == ("runner", (12, 1, 1)) and compiled == [((12,), 7)]
+    (first, runner, params), second = kernel._direct_runners(args, [(12, meta), (12, dict(meta, PHASE=0))])
+    assert runner == ("runner", (12, 1, 1)) and compiled == [((12,), 7), ((12,), 0)]
     assert len(params) == len(names)  # num_warps is a launch option, not a parameter
     assert params[: names.index("NI")] == [t.data_ptr()] * names.index("NI")
     assert params[names.index("NI") : len(args)] == args[names.index("NI") :]
     assert params[names.index("P7PARTS")] == 2 and params[names.index("TPK")] == 8
     assert params[names.index("SPLIT7")] is False and params[names.index("ACC_T")] is False  # defaults
-    assert kernel._direct_runner(12, args, meta)[0] is first and len(compiled) == 1  # cached
+    assert second[0] is not first  # one compile per launch key
+    assert second[2][: len(args)] == params[: len(args)] and second[2][names.index("PHASE")] == 0
+    assert kernel._direct_runners(args, [(12, meta)])[0][0] is first and len(compiled) == 2  # cached
     device[0] = 1
-    assert kernel._direct_runner(12, args, meta)[0] is not first and len(compiled) == 2  # another device
+    assert (
+        kernel._direct_runners(args, [(12, meta)])[0][0] is not first and len(compiled) == 3
+    )  # another device
 
 
 def test_column_splits_multiply_the_query_side_work_items():

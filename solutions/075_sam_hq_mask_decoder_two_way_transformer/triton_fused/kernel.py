@@ -1279,7 +1279,7 @@ class Config:
     # Needs direct launches (`_DIRECT_TRITON`): Triton's own launch of the second kernel takes longer on the
     # CPU than the first kernel runs. With tensors passed as tensors the runner still issued the second launch
     # 45-66 us after the first, and an official run with every workload split lost 4-13 us on workloads whose
-    # first kernel runs only 60-70 us; with their addresses as ints it is 18-20 us (`_direct_runner`).
+    # first kernel runs only 60-70 us; with their addresses as ints it is 18-20 us (`_direct_runners`).
     split7: int = 1
     split7_tiles4: int = 4
     p7_launch: tuple = (1, 8, 0, 32, 1)
@@ -1545,30 +1545,31 @@ def _launch_key(value) -> tuple:
     return ("v", type(value), value)
 
 
-def _direct_runner(grid: int, args: list, meta: dict):
-    """(compiled kernel, runner, parameters) of a `_two_way_kernel[(grid,)](*args, **meta)` launch.
+def _direct_runners(args: list, launches: list) -> list:
+    """(compiled kernel, runner, parameters) of each `_two_way_kernel[(grid,)](*args, **meta)` launch of one
+    call, launches = [(grid, meta), ...] sharing `args`.
 
     `warmup` runs Triton's specialisation and cache lookup (compiling on a miss) without launching; the
     result is cached under `_launch_key`s. The parameters are every kernel parameter in signature order
     (constexprs and defaults included), as Triton's launch passes them; launch options (num_warps, maxnreg,
-    launch_pdl) are not parameters."""
-    key = (
-        torch.cuda.current_device(),  # a compiled kernel's handles belong to one device
-        grid,
-        tuple(map(_launch_key, args)),
-        tuple(sorted((k, _launch_key(v)) for k, v in meta.items())),
-    )
-    found = _RUNNERS.get(key)
-    if found is None:
-        if len(_RUNNERS) >= 1024:
-            _RUNNERS.clear()
-        compiled = _two_way_kernel.warmup(*args, grid=(grid,), **meta)
-        found = _RUNNERS[key] = (compiled, compiled[(grid, 1, 1)])
+    launch_pdl) are not parameters. The arguments' keys and addresses are read once for all the launches."""
+    device = torch.cuda.current_device()  # a compiled kernel's handles belong to one device
+    arg_keys = tuple(map(_launch_key, args))
     # the tensors as their addresses: Triton's launcher takes an int as it is, where it would call each
     # tensor's data_ptr() between the two launches (H200, under the profiler: the second launch 18-20 us after
     # the first instead of 45-66, session 10)
-    args = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
-    return (*found, [*args, *(meta.get(p.name, p.default) for p in _PARAMETERS[len(args) :])])
+    addresses = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+    out = []
+    for grid, meta in launches:
+        key = (device, grid, arg_keys, tuple(sorted((k, _launch_key(v)) for k, v in meta.items())))
+        found = _RUNNERS.get(key)
+        if found is None:
+            if len(_RUNNERS) >= 1024:
+                _RUNNERS.clear()
+            compiled = _two_way_kernel.warmup(*args, grid=(grid,), **meta)
+            found = _RUNNERS[key] = (compiled, compiled[(grid, 1, 1)])
+        out.append((*found, [*addresses, *(meta.get(p.name, p.default) for p in _PARAMETERS[len(args) :])]))
+    return out
 
 
 def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
@@ -1669,7 +1670,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
             meta7.update(PDL=True, launch_pdl=True)
         pair = [(plan.grid, dict(meta, PHASE=0, SPLIT7=True)), (work[7], dict(meta7, PHASE=7))]
         if gpu:
-            runners = [_direct_runner(g, args, m) for g, m in pair]  # both ready before the first launch
+            runners = _direct_runners(args, pair)  # both ready before the first launch
             stream = torch.cuda.current_stream().cuda_stream  # Triton's choice too: the current device's
             for _, runner, params in runners:
                 runner(*params, stream=stream)
