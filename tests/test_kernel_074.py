@@ -206,6 +206,35 @@ def test_masks_come_from_pre_activations(kernel):
     assert float(by_name["grad_iou_proj_out_weight"].abs().max()) > 0.0
 
 
+def test_failed_launch_keeps_the_counter_set(kernel, monkeypatch):
+    """A launch that raises (a configuration out of shared memory, say) leaves the counter parity as it was:
+    the next call then uses the set the last issued call zeroed, and computes the right numbers."""
+    task, args, outs = _case(1, 3, seed=7)
+    cfg = _big(kernel)
+    kernel.launch(args, outs, cfg)  # a call that runs: the counter buffer and the parity exist
+    dev = torch.device("cpu")
+    before = kernel._PARITY[dev]
+
+    class _Refuses:
+        def __getitem__(self, grid):
+            def launch(*_args, **_kwargs):
+                raise RuntimeError("out of resource: shared memory")
+
+            return launch
+
+    with monkeypatch.context() as patched:
+        patched.setattr(kernel, "_fused_bwd_kernel", _Refuses())
+        with pytest.raises(RuntimeError, match="out of resource"):
+            kernel.launch(args, outs, cfg)
+    assert kernel._PARITY[dev] == before, "a launch that raised flipped the counter parity"
+    _check_counters(kernel)
+    for out in outs:
+        out.fill_(float("nan"))
+    kernel.launch(args, outs, cfg)
+    _check(task, args, outs)
+    _check_counters(kernel)
+
+
 def test_config_table_and_validation(kernel):
     table = kernel.CONFIG_TABLE
     assert [m for m, _ in table] == sorted(m for m, _ in table) and table[-1][0] >= 1 << 31

@@ -1267,8 +1267,10 @@ def launch(
     ws_cs2 = torch.empty(_cdiv(m, cfg.p[0]) * 2048, dtype=torch.float32, device=device)
     ws_cs1 = torch.empty(_cdiv(m, qm) * 2048, dtype=torch.float32, device=device)
     buf = _counters(device, nq + nt)
+    # this call's counter set; the flip waits for the launch to be issued: a launch that raises (e.g. out of
+    # shared memory) must not leave the next call on the set this one would have zeroed (the next call would
+    # start from the previous call's counts and spin on targets it never reaches: a GPU hang, session 12)
     par = _PARITY.get(device, 0)
-    _PARITY[device] = 1 - par
     grid = (n_items(m, cfg),)
     if trace is not None and trace.numel() < grid[0] * 6:
         raise ValueError(f"trace: needs {grid[0] * 6} int64 elements, got {trace.numel()}")
@@ -1328,6 +1330,7 @@ def launch(
         num_stages=cfg.num_stages,
         **({} if cfg.maxnreg is None else {"maxnreg": cfg.maxnreg}),
     )
+    _PARITY[device] = 1 - par
 
 
 N_INPUTS = 36  # the definition's inputs; the 14 outputs follow them in run()'s parameters
