@@ -246,10 +246,11 @@ CONFIG_TABLE: list[tuple[int, Config]] = [
             precision="fp16",
             q_atomic=False,
             cvt="whix",
-            cvt_block=16384,
+            cvt_block=32768,
             rs_split=1,
         ),
-    ),  # tune.py variant 'b1_cvt_k64_nr' (session 3: M=256 27.3 / M=512 42.3 us against 32.1 / 44.3)
+    ),  # tune.py variant 'b1n_cv32k': 'b1_cvt_k64_nr' (session 3: M=256 27.3 / M=512 42.3 us against 32.1 /
+    # 44.3) with conversion items of 32768 elements (session 12: M=449/512 0.5-0.8 us faster, two sweeps)
 ]
 """(largest M, variant) pairs in increasing M; the first that fits is used (filled in from tune.py)."""
 CONFIG_OVERRIDE: Config | None = None

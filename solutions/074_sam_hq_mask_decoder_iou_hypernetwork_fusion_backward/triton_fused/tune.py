@@ -140,6 +140,19 @@ VARIANTS: dict[str, Config] = {
     "b1n_s128": R(_B1P, cvt="whix", **dict(_K64, s=(128, 128, 64)), maxnreg=None),
     "b1n_r64": R(_B1P, cvt="whix", **dict(_K64, r=(128, 64, 64)), maxnreg=None),
     "b1n_ns2": R(_B1P, cvt="whix", **_K64, maxnreg=None, num_stages=2),
+    # session 12: the M = 512 trace of b1_cvt_k64_nr has O items of 20 us (8 K chunks of 64 rows of H2r, one
+    # HBM round trip each) on 32 programs; fewer, larger K chunks of O (the whole of M = 512 in 2 or 1), and
+    # fewer conversion items in P (its 240 items take two waves)
+    "b1n_o128": R(_B1P, cvt="whix", **_K64, maxnreg=None, o=(64, 128)),
+    "b1n_o256": R(_B1P, cvt="whix", **_K64, maxnreg=None, o=(64, 256)),
+    "b1n_o32_256": R(_B1P, cvt="whix", **_K64, maxnreg=None, o=(32, 256)),
+    "b1n_o512": R(_B1P, cvt="whix", **_K64, maxnreg=None, o=(64, 512)),
+    "b1n_o256_cv32k": R(_B1P, cvt="whix", **_K64, maxnreg=None, o=(64, 256), cvt_block=32768),
+    "b1n_cv32k": R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=32768),
+    "b1n_cv8k": R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=8192),
+    "b1n_cv64k": R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=65536),
+    "b1n_p128": R(_B1P, cvt="whix", **_K64, maxnreg=None, p=(128, 128)),
+    "b1n_p64_256": R(_B1P, cvt="whix", **_K64, maxnreg=None, p=(64, 256)),
     "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
