@@ -226,7 +226,7 @@ CONFIG_TABLE: list[tuple[int, Config]] = [
         ),
     ),  # tune.py variant 's3'
     (
-        1 << 62,
+        384,
         Config(
             p=(64, 128),
             o=(64, 64),
@@ -251,6 +251,32 @@ CONFIG_TABLE: list[tuple[int, Config]] = [
         ),
     ),  # tune.py variant 'b1n_cv32k': 'b1_cvt_k64_nr' (session 3: M=256 27.3 / M=512 42.3 us against 32.1 /
     # 44.3) with conversion items of 32768 elements (session 12: M=449/512 0.5-0.8 us faster, two sweeps)
+    (
+        1 << 62,
+        Config(
+            p=(64, 128),
+            o=(64, 64),
+            q=(128, 64, 1024, 64),
+            r=(128, 256, 64),
+            t=(128, 128, 1024, 64),
+            s=(128, 64, 64),
+            q_recompute=False,
+            prefetch=False,
+            t_atomic=True,
+            single_k=False,
+            poll_one=False,
+            order="POQRTS",
+            num_warps=8,
+            num_stages=3,
+            maxnreg=None,
+            precision="fp16",
+            q_atomic=False,
+            cvt="whix",
+            cvt_block=32768,
+            rs_split=1,
+        ),
+    ),  # tune.py variant 'b1n32_q1r256t1' (session 12: M=449/512 35.6-37.0 us against 40.8-42.5 for b1n_cv32k:
+    # Q and T without K splits, R tiles 256 wide)
 ]
 """(largest M, variant) pairs in increasing M; the first that fits is used (filled in from tune.py)."""
 CONFIG_OVERRIDE: Config | None = None

@@ -152,6 +152,45 @@ VARIANTS: dict[str, Config] = {
     "b1n_cv8k": R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=8192),
     "b1n_cv64k": R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=65536),
     "b1n_p128": R(_B1P, cvt="whix", **_K64, maxnreg=None, p=(128, 128)),
+    # around b1n_cv32k (shipped for M > 192 since session 12): one K split for Q or T (no partial sums, half
+    # the items, twice the K loop), wider S / R tiles (fewer re-reads of D1 / D2 from L2)
+    "b1n32_q1": R(_B1P, cvt="whix", **dict(_K64, q=(128, 64, 1024, 64)), maxnreg=None, cvt_block=32768),
+    "b1n32_t1": R(_B1P, cvt="whix", **dict(_K64, t=(128, 128, 1024, 64)), maxnreg=None, cvt_block=32768),
+    "b1n32_s128": R(_B1P, cvt="whix", **dict(_K64, s=(128, 128, 64)), maxnreg=None, cvt_block=32768),
+    "b1n32_r256": R(_B1P, cvt="whix", **dict(_K64, r=(128, 256, 64)), maxnreg=None, cvt_block=32768),
+    "b1n32_q1r256": R(
+        _B1P, cvt="whix", **dict(_K64, q=(128, 64, 1024, 64), r=(128, 256, 64)), maxnreg=None, cvt_block=32768
+    ),
+    "b1n32_q1r256t1": R(
+        _B1P,
+        cvt="whix",
+        **dict(_K64, q=(128, 64, 1024, 64), r=(128, 256, 64), t=(128, 128, 1024, 64)),
+        maxnreg=None,
+        cvt_block=32768,
+    ),
+    # around b1n32_q1r256t1 (M > 384): 128-wide Q tiles, T tiles over all of C, a 4-deep pipeline
+    "b1n32_q1r256t1_q128": R(
+        _B1P,
+        cvt="whix",
+        **dict(_K64, q=(128, 128, 1024, 64), r=(128, 256, 64), t=(128, 128, 1024, 64)),
+        maxnreg=None,
+        cvt_block=32768,
+    ),
+    "b1n32_q1r256t1_t256": R(
+        _B1P,
+        cvt="whix",
+        **dict(_K64, q=(128, 64, 1024, 64), r=(128, 256, 64), t=(128, 256, 1024, 64)),
+        maxnreg=None,
+        cvt_block=32768,
+    ),
+    "b1n32_q1r256t1_ns4": R(
+        _B1P,
+        cvt="whix",
+        **dict(_K64, q=(128, 64, 1024, 64), r=(128, 256, 64), t=(128, 128, 1024, 64)),
+        maxnreg=None,
+        cvt_block=32768,
+        num_stages=4,
+    ),
     "b1n_p64_256": R(_B1P, cvt="whix", **_K64, maxnreg=None, p=(64, 256)),
     "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
 }
