@@ -174,111 +174,33 @@ class Config:
 
 
 DEFAULT_CONFIG = Config()
+_S3 = Config(r=(64, 128, 64), s=(64, 64, 64))  # tune.py variant 's3': 64-row tiles, prefetch, single_k
+_B1N = Config(  # tune.py variant 'b1n_cv32k': 128-row tiles, K chunks of 64, fp16 copies made in stage P
+    p=(64, 128),
+    q=(128, 64, 512, 64),
+    r=(128, 128, 64),
+    t=(128, 128, 512, 64),
+    s=(128, 64, 64),
+    prefetch=False,
+    single_k=False,
+    poll_one=False,
+    maxnreg=None,
+    cvt="whix",
+    cvt_block=32768,
+)
 CONFIG_TABLE: list[tuple[int, Config]] = [
-    (
-        96,
-        Config(
-            p=(64, 64),
-            o=(64, 64),
-            q=(64, 64, 256, 256),
-            r=(64, 128, 64),
-            t=(64, 64, 256, 256),
-            s=(64, 64, 64),
-            q_recompute=False,
-            prefetch=True,
-            t_atomic=True,
-            single_k=True,
-            poll_one=True,
-            order="POQRTS",
-            num_warps=8,
-            num_stages=3,
-            maxnreg=None,
-            precision="fp16",
-            q_atomic=False,
-            cvt="hx",
-            cvt_block=16384,
-            rs_split=1,
-        ),
-    ),  # tune.py variant 's3_hx_nr' (H200 sweep, session 3: M=64 17.2 us against 19.2 for 's3')
-    (
-        192,
-        Config(
-            p=(64, 64),
-            o=(64, 64),
-            q=(64, 64, 256, 256),
-            r=(64, 128, 64),
-            t=(64, 64, 256, 256),
-            s=(64, 64, 64),
-            q_recompute=False,
-            prefetch=True,
-            t_atomic=True,
-            single_k=True,
-            poll_one=True,
-            order="POQRTS",
-            num_warps=8,
-            num_stages=3,
-            maxnreg=128,
-            precision="fp16",
-            q_atomic=False,
-            cvt="",
-            cvt_block=16384,
-            rs_split=1,
-        ),
-    ),  # tune.py variant 's3'
-    (
-        384,
-        Config(
-            p=(64, 128),
-            o=(64, 64),
-            q=(128, 64, 512, 64),
-            r=(128, 128, 64),
-            t=(128, 128, 512, 64),
-            s=(128, 64, 64),
-            q_recompute=False,
-            prefetch=False,
-            t_atomic=True,
-            single_k=False,
-            poll_one=False,
-            order="POQRTS",
-            num_warps=8,
-            num_stages=3,
-            maxnreg=None,
-            precision="fp16",
-            q_atomic=False,
-            cvt="whix",
-            cvt_block=32768,
-            rs_split=1,
-        ),
-    ),  # tune.py variant 'b1n_cv32k': 'b1_cvt_k64_nr' (session 3: M=256 27.3 / M=512 42.3 us against 32.1 /
-    # 44.3) with conversion items of 32768 elements (session 12: M=449/512 0.5-0.8 us faster, two sweeps)
-    (
-        1 << 62,
-        Config(
-            p=(64, 128),
-            o=(64, 64),
-            q=(128, 64, 1024, 64),
-            r=(128, 256, 64),
-            t=(128, 128, 1024, 64),
-            s=(128, 64, 64),
-            q_recompute=False,
-            prefetch=False,
-            t_atomic=True,
-            single_k=False,
-            poll_one=False,
-            order="POQRTS",
-            num_warps=8,
-            num_stages=3,
-            maxnreg=None,
-            precision="fp16",
-            q_atomic=False,
-            cvt="whix",
-            cvt_block=32768,
-            rs_split=1,
-        ),
-    ),  # tune.py variant 'b1n32_q1r256t1' (session 12: M=449/512 35.6-37.0 us against 40.8-42.5 for b1n_cv32k:
-    # Q and T without K splits, R tiles 256 wide)
+    # 's3_hx_nr' (H200 sweep, session 3: M=64 17.2 us against 19.2 for 's3')
+    (96, dataclasses.replace(_S3, cvt="hx", maxnreg=None)),
+    (192, _S3),
+    # 'b1_cvt_k64_nr' (session 3: M=256 27.3 / M=512 42.3 us against 32.1 / 44.3) with conversion items of
+    # 32768 elements (session 12: M=449/512 0.5-0.8 us faster in two sweeps)
+    (384, _B1N),
+    # 'b1n32_q1r256t1' (session 12: M=449/512 35.6-37.0 us against 40.8-42.5 for 'b1n_cv32k'): Q and T without
+    # K splits, R tiles 256 wide
+    (1 << 62, dataclasses.replace(_B1N, q=(128, 64, 1024, 64), r=(128, 256, 64), t=(128, 128, 1024, 64))),
 ]
-"""(largest M, variant) pairs in increasing M; the first that fits is used (filled in from tune.py)."""
+"""(largest M, variant) pairs in increasing M; the first that fits is used (chosen with tune.py, whose --select
+writes the chosen variants in full)."""
 CONFIG_OVERRIDE: Config | None = None
 """Forces the variant `run` uses (experiments); None: CONFIG_TABLE decides."""
 

@@ -84,6 +84,8 @@ _BIG = Config(
 _S3 = R(_SMALL, r=(64, 128, 64), s=(64, 64, 64))  # shipped for M <= 384
 _B1P = R(_BIG, poll_one=False)  # shipped for M > 384
 _K64 = dict(q=(128, 64, 512, 64), r=(128, 128, 64), t=(128, 128, 512, 64), s=(128, 64, 64))  # K chunks of 64
+_B1N32 = R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=32768)  # variant b1n_cv32k (session 12)
+_Q1, _T1, _R256 = (128, 64, 1024, 64), (128, 128, 1024, 64), (128, 256, 64)  # Q, T without K splits; wide R
 
 VARIANTS: dict[str, Config] = {
     "s1": _SMALL,
@@ -152,46 +154,18 @@ VARIANTS: dict[str, Config] = {
     "b1n_cv8k": R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=8192),
     "b1n_cv64k": R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=65536),
     "b1n_p128": R(_B1P, cvt="whix", **_K64, maxnreg=None, p=(128, 128)),
-    # around b1n_cv32k (shipped for M > 192 since session 12): one K split for Q or T (no partial sums, half
+    # around b1n_cv32k (shipped for M 193..384 since session 12): one K split for Q or T (no partial sums, half
     # the items, twice the K loop), wider S / R tiles (fewer re-reads of D1 / D2 from L2)
-    "b1n32_q1": R(_B1P, cvt="whix", **dict(_K64, q=(128, 64, 1024, 64)), maxnreg=None, cvt_block=32768),
-    "b1n32_t1": R(_B1P, cvt="whix", **dict(_K64, t=(128, 128, 1024, 64)), maxnreg=None, cvt_block=32768),
-    "b1n32_s128": R(_B1P, cvt="whix", **dict(_K64, s=(128, 128, 64)), maxnreg=None, cvt_block=32768),
-    "b1n32_r256": R(_B1P, cvt="whix", **dict(_K64, r=(128, 256, 64)), maxnreg=None, cvt_block=32768),
-    "b1n32_q1r256": R(
-        _B1P, cvt="whix", **dict(_K64, q=(128, 64, 1024, 64), r=(128, 256, 64)), maxnreg=None, cvt_block=32768
-    ),
-    "b1n32_q1r256t1": R(
-        _B1P,
-        cvt="whix",
-        **dict(_K64, q=(128, 64, 1024, 64), r=(128, 256, 64), t=(128, 128, 1024, 64)),
-        maxnreg=None,
-        cvt_block=32768,
-    ),
-    # around b1n32_q1r256t1 (M > 384): 128-wide Q tiles, T tiles over all of C, a 4-deep pipeline
-    "b1n32_q1r256t1_q128": R(
-        _B1P,
-        cvt="whix",
-        **dict(_K64, q=(128, 128, 1024, 64), r=(128, 256, 64), t=(128, 128, 1024, 64)),
-        maxnreg=None,
-        cvt_block=32768,
-    ),
-    "b1n32_q1r256t1_t256": R(
-        _B1P,
-        cvt="whix",
-        **dict(_K64, q=(128, 64, 1024, 64), r=(128, 256, 64), t=(128, 256, 1024, 64)),
-        maxnreg=None,
-        cvt_block=32768,
-    ),
-    "b1n32_q1r256t1_ns4": R(
-        _B1P,
-        cvt="whix",
-        **dict(_K64, q=(128, 64, 1024, 64), r=(128, 256, 64), t=(128, 128, 1024, 64)),
-        maxnreg=None,
-        cvt_block=32768,
-        num_stages=4,
-    ),
-    "b1n_p64_256": R(_B1P, cvt="whix", **_K64, maxnreg=None, p=(64, 256)),
+    "b1n32_q1": R(_B1N32, q=_Q1),
+    "b1n32_t1": R(_B1N32, t=_T1),
+    "b1n32_s128": R(_B1N32, s=(128, 128, 64)),
+    "b1n32_r256": R(_B1N32, r=_R256),
+    "b1n32_q1r256": R(_B1N32, q=_Q1, r=_R256),
+    "b1n32_q1r256t1": R(_B1N32, q=_Q1, r=_R256, t=_T1),  # shipped for M > 384 since session 12
+    # around b1n32_q1r256t1: 128-wide Q tiles, T tiles over all of C, a 4-deep pipeline
+    "b1n32_q1r256t1_q128": R(_B1N32, q=(128, 128, 1024, 64), r=_R256, t=_T1),
+    "b1n32_q1r256t1_t256": R(_B1N32, q=_Q1, r=_R256, t=(128, 256, 1024, 64)),
+    "b1n32_q1r256t1_ns4": R(_B1N32, q=_Q1, r=_R256, t=_T1, num_stages=4),
     "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
