@@ -87,7 +87,6 @@ _STAGES = "POQRTS"
 
 _PRECISIONS = ("fp16", "tf32rn", "tf32", "tf32x3", "ieee")
 _CVT = "wihx"  # operands stage P can convert to fp16 (Config.cvt)
-_CVE = 16384  # elements of a weight per conversion item (a contiguous block)
 
 
 @dataclasses.dataclass(frozen=True)
