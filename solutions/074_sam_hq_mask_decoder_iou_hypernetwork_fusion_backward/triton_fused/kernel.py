@@ -188,8 +188,9 @@ _B1N = Config(  # tune.py variant 'b1n_cv32k': 128-row tiles, K chunks of 64, fp
     cvt_block=32768,
 )
 CONFIG_TABLE: list[tuple[int, Config]] = [
-    # 's3_hx_nr' (H200 sweep, session 3: M=64 17.2 us against 19.2 for 's3')
-    (96, dataclasses.replace(_S3, cvt="hx", maxnreg=None)),
+    # 's3_hx_nr_r128s128': 's3_hx_nr' (session 3: M=64 17.2 us against 19.2 for 's3') with R and S tiles 128 rows
+    # high (session 12: M=64 16.6 against 17.2 us)
+    (96, dataclasses.replace(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64))),
     (192, _S3),
     # 'b1_cvt_k64_nr' (session 3: M=256 27.3 / M=512 42.3 us against 32.1 / 44.3) with conversion items of
     # 32768 elements (session 12: M=449/512 0.5-0.8 us faster in two sweeps)

@@ -166,6 +166,13 @@ VARIANTS: dict[str, Config] = {
     "b1n32_q1r256t1_q128": R(_B1N32, q=(128, 128, 1024, 64), r=_R256, t=_T1),
     "b1n32_q1r256t1_t256": R(_B1N32, q=_Q1, r=_R256, t=(128, 256, 1024, 64)),
     "b1n32_q1r256t1_ns4": R(_B1N32, q=_Q1, r=_R256, t=_T1, num_stages=4),
+    # session 12, M <= 192 (s3 / s3_hx_nr): fewer, larger R, S and O items
+    "s3_r128": R(_S3, r=(128, 128, 64)),
+    "s3_s128": R(_S3, s=(128, 64, 64)),
+    "s3_o128": R(_S3, o=(128, 64)),
+    "s3_r128s128": R(_S3, r=(128, 128, 64), s=(128, 64, 64)),
+    "s3_hx_nr_r128": R(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64)),
+    "s3_hx_nr_r128s128": R(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64)),
     "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
