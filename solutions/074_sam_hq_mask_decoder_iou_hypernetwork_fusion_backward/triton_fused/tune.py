@@ -166,6 +166,12 @@ VARIANTS: dict[str, Config] = {
     "b1n32_q1r256t1_q128": R(_B1N32, q=(128, 128, 1024, 64), r=_R256, t=_T1),
     "b1n32_q1r256t1_t256": R(_B1N32, q=_Q1, r=_R256, t=(128, 256, 1024, 64)),
     "b1n32_q1r256t1_ns4": R(_B1N32, q=_Q1, r=_R256, t=_T1, num_stages=4),
+    # prepared in session 12, not run yet: b1n32_q1r256t1 without some of stage P's fp16 copies (P is ~40 % of the
+    # items' time at M = 512; Q and T now read each W_hid / W_in slice 4 times from L2 at M = 512, not 8)
+    "b1n32_best_hix": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="hix"),  # Q reads W_hid in fp32
+    "b1n32_best_whx": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="whx"),  # T reads W_in in fp32
+    "b1n32_best_hx": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="hx"),  # both
+    "b1n32_best_wix": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="wix"),  # R reads H1r in fp32
     # session 12, M <= 192 (s3 / s3_hx_nr): fewer, larger R, S and O items
     "s3_r128": R(_S3, r=(128, 128, 64)),
     "s3_s128": R(_S3, s=(128, 64, 64)),
