@@ -172,6 +172,16 @@ VARIANTS: dict[str, Config] = {
     "b1n32_best_whx": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="whx"),  # T reads W_in in fp32
     "b1n32_best_hx": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="hx"),  # both
     "b1n32_best_wix": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="wix"),  # R reads H1r in fp32
+    # prepared in session 12, not run yet: the first wave holds P, O and Q whole (one program per SM: 132 slots for
+    # s3_hx_nr*, two for s3: 264). M = 64 has 32 + 32 + 80 = 144 such items, so 12 Q items start only when the first
+    # P items end (the trace's Q tail: started up to 4.0 us, ended up to 11.1 us against a 7.1 us median); M = 131
+    # has 96 + 32 + 240 = 368 on 264 slots. Fewer O items, O after Q, or 128-row P / Q tiles at M = 131.
+    "s3_hx_nr_r128s128_o128": R(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), o=(128, 64)),
+    "s3_hx_nr_r128s128_pqo": R(
+        _S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), order="PQORTS"
+    ),
+    "s3_p128q128": R(_S3, p=(128, 64), q=(128, 64, 256, 256)),
+    "s3_p128q128_o128": R(_S3, p=(128, 64), q=(128, 64, 256, 256), o=(128, 64)),
     # session 12, M <= 192 (s3 / s3_hx_nr): fewer, larger R, S and O items
     "s3_r128": R(_S3, r=(128, 128, 64)),
     "s3_s128": R(_S3, s=(128, 64, 64)),
