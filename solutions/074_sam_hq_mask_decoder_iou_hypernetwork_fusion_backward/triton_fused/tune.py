@@ -172,6 +172,10 @@ VARIANTS: dict[str, Config] = {
     "b1n32_best_whx": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="whx"),  # T reads W_in in fp32
     "b1n32_best_hx": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="hx"),  # both
     "b1n32_best_wix": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="wix"),  # R reads H1r in fp32
+    # P in one wave at M = 512 (its 184 items take two on 132 programs): 128 x 128 P tiles (120 items), and with
+    # conversion items of 65536 elements (92)
+    "b1n32_best_p128": R(_B1N32, q=_Q1, r=_R256, t=_T1, p=(128, 128)),
+    "b1n32_best_p128_cv64k": R(_B1N32, q=_Q1, r=_R256, t=_T1, p=(128, 128), cvt_block=65536),
     # prepared in session 12, not run yet: the first wave holds P, O and Q whole (one program per SM: 132 slots for
     # s3_hx_nr*, two for s3: 264). M = 64 has 32 + 32 + 80 = 144 such items, so 12 Q items start only when the first
     # P items end (the trace's Q tail: started up to 4.0 us, ended up to 11.1 us against a 7.1 us median); M = 131
