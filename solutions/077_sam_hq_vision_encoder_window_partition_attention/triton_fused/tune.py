@@ -84,7 +84,8 @@ GEMM_CANDIDATES = {
         ("ptr", 128, 256, 64, 8, 8, 3),
         ("tma_persistent", 128, 256, 64, 8, 8, 4, 1),  # session 3: 0.720 ms, 0.828 (K 128) vs 0.715
         ("tma_persistent", 128, 256, 128, 8, 8, 2, 1),
-        ("tma_persistent", 128, 128, 64, 8, 4, 3, 2),  # session 12, not run yet: 2 CTAs per SM (112.5 KB each)
+        # session 12, not run yet: 2 CTAs per SM (112.5 KB each)
+        ("tma_persistent", 128, 128, 64, 8, 4, 3, 2),
     ],
     "proj": [
         ("tma", 128, 128, 64, 8, 4, 3),  # 1 warpgroup, ~98 KB: 2 CTAs per SM overlap epilogues
