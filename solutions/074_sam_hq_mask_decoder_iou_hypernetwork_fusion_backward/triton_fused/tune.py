@@ -193,6 +193,19 @@ VARIANTS: dict[str, Config] = {
     "s3_r128s128": R(_S3, r=(128, 128, 64), s=(128, 64, 64)),
     "s3_hx_nr_r128": R(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64)),
     "s3_hx_nr_r128s128": R(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64)),
+    # session 13: Q items recompute their D2 chunk (q_recompute: no wait for P), so the chain P -> Q -> T / S of
+    # the M = 64 trace loses its first link; Q first in ticket order. Run 2 measured this slower (27 against 23 us
+    # at M = 64) with the kernel of then (no prefetch, every thread polling). S then reads X in fp32 (cvt "x" is
+    # made by P, which S no longer waits for); K chunks of 64 keep the recomputed chunk's operands smaller.
+    "s3hx_qr": R(_S3, cvt="h", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), q_recompute=True, order="QPORTS"),
+    "s3hx_qr64": R(
+        _S3, cvt="h", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), q_recompute=True, order="QPORTS",
+        q=(64, 64, 256, 64),
+    ),  # fmt: skip
+    "s3hx_qr_poq": R(_S3, cvt="h", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), q_recompute=True),
+    "s3_qr64": R(_S3, q_recompute=True, q=(64, 64, 256, 64), order="QPORTS"),
+    "b1n32_qr": R(_B1N32, q_recompute=True, cvt="h", order="QPORTS"),
+    "b1n32_best_qr": R(_B1N32, q=_Q1, r=_R256, t=_T1, q_recompute=True, cvt="h", order="QPORTS"),
     "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
