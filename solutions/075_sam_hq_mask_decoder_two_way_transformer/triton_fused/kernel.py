@@ -684,12 +684,8 @@ def _ph5_mlp(
         w_2 = tl.load(w2 + cn[:, None] * 2048 + hh[None, :], mask=live, other=0.0)  # [NC, HB] = W2[cn, block]
         u = _tdot(hid, tl.trans(w_2), tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]
         if hb == 0:  # the residual x2 + b2
-            yn = _row_piece(y2acc, y, offn, valid, NC, C)
-            u += (yn - mean[:, None]) * rstd[:, None] * tl.load(ln2w + cn, mask=live, other=0.0)[None, :]
-            u += (
-                tl.load(ln2b + cn, mask=live, other=0.0)[None, :]
-                + tl.load(b2 + cn, mask=live, other=0.0)[None, :]
-            )
+            x2 = _ln_cols(_row_piece(y2acc, y, offn, valid, NC, C), mean, rstd, ln2w, ln2b, cn, live)
+            u += x2 + tl.load(b2 + cn, mask=live, other=0.0)[None, :]
         tl.atomic_add(y3acc + offn, u, mask=valid[:, None], sem="relaxed", scope="gpu")
 
 
