@@ -191,7 +191,9 @@ CONFIG_TABLE: list[tuple[int, Config]] = [
     # 's3_hx_nr_r128s128': 's3_hx_nr' (session 3: M=64 17.2 us against 19.2 for 's3') with R and S tiles 128 rows
     # high (session 12: M=64 16.6 against 17.2 us)
     (96, dataclasses.replace(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64))),
-    (192, _S3),
+    # 's3_w4_x': 's3' with one warpgroup per program, no register cap and the fp16 copy of X for S (session 13:
+    # M=128/131 21.2/23.2 us against 22.4/25.5 for 's3')
+    (192, dataclasses.replace(_S3, maxnreg=None, num_warps=4, cvt="x")),
     # 'b1_cvt_k64_nr' (session 3: M=256 27.3 / M=512 42.3 us against 32.1 / 44.3) with conversion items of
     # 32768 elements (session 12: M=449/512 0.5-0.8 us faster in two sweeps)
     (384, _B1N),

@@ -206,6 +206,15 @@ VARIANTS: dict[str, Config] = {
     "s3_qr64": R(_S3, q_recompute=True, q=(64, 64, 256, 64), order="QPORTS"),
     "b1n32_qr": R(_B1N32, q_recompute=True, cvt="h", order="QPORTS"),
     "b1n32_best_qr": R(_B1N32, q=_Q1, r=_R256, t=_T1, q_recompute=True, cvt="h", order="QPORTS"),
+    # session 13: one warpgroup per program (64-row tiles are one wgmma M block), more programs per SM at small M
+    "s3hx_w4": R(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), num_warps=4),
+    "s3hx_w4_r64": R(_S3, cvt="hx", maxnreg=None, num_warps=4),
+    "s3_w4": R(_S3, maxnreg=None, num_warps=4),
+    "s3_w4_cap": R(_S3, num_warps=4),  # with s3's 128-register cap: more programs per SM
+    "s3_w4_h": R(_S3, maxnreg=None, num_warps=4, cvt="h"),
+    "s3_w4_x": R(_S3, maxnreg=None, num_warps=4, cvt="x"),
+    "s3_w4_o128": R(_S3, maxnreg=None, num_warps=4, o=(128, 64)),
+    "b1n32_w4": R(_B1N32, num_warps=4),
     "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
