@@ -235,6 +235,21 @@ def test_failed_launch_keeps_the_counter_set(kernel, monkeypatch):
     _check_counters(kernel)
 
 
+#: The tune.py variant each CONFIG_TABLE band ships (NOTES.md holds their measurements): the table must not
+#: drift from what was measured.
+MEASURED_BANDS = {96: "s3_hx_nr_r128s128", 192: "s3_w4_x", 384: "b1n_cv32k", 1 << 62: "b1n32_q1r256t1"}
+
+
+def test_config_table_is_the_measured_variants(kernel):
+    from harness.tasks import load_module
+
+    tune = load_module(SOLUTION_DIR / "tune.py", "_test074_tune")
+    assert [m for m, _ in kernel.CONFIG_TABLE] == list(MEASURED_BANDS)
+    for max_m, cfg in kernel.CONFIG_TABLE:
+        measured = tune.VARIANTS[MEASURED_BANDS[max_m]]
+        assert dataclasses.asdict(cfg) == dataclasses.asdict(measured), f"band M <= {max_m}"
+
+
 def test_config_table_and_validation(kernel):
     table = kernel.CONFIG_TABLE
     assert [m for m, _ in table] == sorted(m for m, _ in table) and table[-1][0] >= 1 << 31
