@@ -209,7 +209,7 @@ CASES = {
         6,
         45,
         True,
-        dict(grid=1, waves=2.0, hb=512, bs2=64, split7=1, p7_launch=(2, 8, 0, 64, 1)),
+        dict(grid=1, waves=2.0, hb=512, bs2=64, split7=1, p7_launch_tpk8=(2, 8, 0, 64, 1)),
     ),  # fmt: skip
     "persistent-split7-tile64": (
         1,
@@ -281,7 +281,9 @@ def test_decompositions_exact(task, case):
     if case == "multi-tpk4-T3":
         assert plan.TPK == 4 and plan.TPK7 == 8 and plan.work[3] == plan.NI * plan.n_ch
     if "split7" in case:  # phase 7 ran as its own launch, P7PARTS work items per chunk
-        launch7 = overrides.get("p7_launch_long4", overrides.get("p7_launch"))
+        launch7 = overrides.get(
+            "p7_launch_long4", overrides.get("p7_launch_tpk8", overrides.get("p7_launch"))
+        )
         assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == launch7
         assert plan.work[7] == plan.NI * plan.n_ch * plan.P7PARTS
         assert len(kernel.last_kernels) == 2  # the persistent launch and phase 7's
@@ -353,6 +355,7 @@ def test_plans_for_official_workloads(task):
         ("split7", -1),
         ("split7_tiles4", -1),
         ("p7_launch_long4", (5, 4, 0, 32, 1)),
+        ("p7_launch_tpk8", (1, 4, 0, 48, 1)),
         ("p7_launch", (1, 2, 0, 32, 1)),
         ("p7_launch", (1, 8, 32, 32, 1)),
         ("p7_launch", (1, 8, 0, 16, 1)),
@@ -372,10 +375,12 @@ def test_make_plan_rejects_bad_config(field, value):
 
 def test_split7_rule():
     """Phase 7 gets its own launch from `split7` key tokens, with `p7_launch_long4` for T <= 4 where chunks
-    have `split7_tiles4` tiles or more and `p7_launch` otherwise; never in multi mode."""
+    have `split7_tiles4` tiles or more, `p7_launch_tpk8` for T 5..8 and `p7_launch` otherwise; never in multi
+    mode."""
     cfg = kernel.DEFAULT_CONFIG
     assert (cfg.split7, cfg.split7_tiles4) == (1, 4)
     assert (cfg.p7_launch, cfg.p7_launch_long4) == ((1, 8, 0, 32, 1), (2, 4, 0, 32, 1))
+    assert cfg.p7_launch_tpk8 == (1, 4, 0, 32, 1)
 
     def p7(NI, T, S, **kw):
         plan = kernel.make_plan(NI, T, S, dataclasses.replace(cfg, **kw), 132)
@@ -384,11 +389,12 @@ def test_split7_rule():
 
     assert p7(16, 4, 4096) == (512, (2, 4, 0, 32, 1))  # #11: 16 tiles per chunk, TPK7 4: two CTAs per SM
     assert p7(4, 4, 4096) == (128, (2, 4, 0, 32, 1))  # #7: 4 tiles
-    assert p7(4, 6, 4096) == (128, (1, 8, 0, 32, 1))  # #12: TPK7 8
-    assert p7(16, 5, 4096) == (512, (1, 8, 0, 32, 1))  # TPK7 8: long chunks too
+    assert p7(4, 6, 4096) == (128, (1, 4, 0, 32, 1))  # #12: TPK7 8, one CTA of 4 warps
+    assert p7(16, 5, 4096) == (512, (1, 4, 0, 32, 1))  # TPK7 8: long chunks too
+    assert p7(2, 12, 4096)[1] == (1, 8, 0, 32, 1)  # TPK7 16: p7_launch
     assert p7(2, 4, 4096) == (64, (1, 8, 0, 32, 1))  # #3: 2 tiles per chunk
     assert p7(1, 4, 4096) == (32, (1, 8, 0, 32, 1))  # #14: 1 tile
-    assert p7(2, 5, 1024)[1] == (1, 8, 0, 32, 1)  # #10: 2048 key tokens
+    assert p7(2, 5, 1024)[1] == (1, 4, 0, 32, 1)  # #10: 2048 key tokens
     assert p7(2, 5, 1024, split7=4096)[1] == (0, 0, 0, 0, 0)  # ... below a threshold
     assert p7(16, 4, 4096, split7=0)[1] == (0, 0, 0, 0, 0)
     # multi mode launches phase 7 on its own anyway

@@ -1280,6 +1280,10 @@ class Config:
     split7_tiles4: int = 4
     p7_launch: tuple = (1, 8, 0, 32, 1)
     p7_launch_long4: tuple = (2, 4, 0, 32, 1)
+    # the launch for T 5..8 (TPK7 8): one CTA of 4 warps per chunk. H200 (session 13, tune.py round 25, CUPTI):
+    # 0.5-5.5 us faster than 8 warps on the eight T 5..8 workloads (#5 119.7 -> 114.9, #12 117.2 -> 111.7 us),
+    # while T <= 4 with short chunks (#14, #3) lost 2.9 us with 4 warps, so p7_launch keeps 8 there
+    p7_launch_tpk8: tuple = (1, 4, 0, 32, 1)
 
 
 DEFAULT_CONFIG = Config()
@@ -1461,7 +1465,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             )
     if cfg.split7 < 0 or cfg.split7_tiles4 < 0:
         raise ValueError(f"split7, split7_tiles4: expected >= 0, got {cfg.split7}, {cfg.split7_tiles4}")
-    for name in ("p7_launch", "p7_launch_long4"):
+    for name in ("p7_launch", "p7_launch_long4", "p7_launch_tpk8"):
         value = getattr(cfg, name)
         parts, warps, maxnreg, bs, stages = (
             value if isinstance(value, (tuple, list)) and len(value) == 5 else (0,) * 5
@@ -1512,7 +1516,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     p7 = (0, 0, 0, 0, 0)
     if cfg.mode == "persistent" and 0 < cfg.split7 <= NI * S:
         long4 = TPK7 == 4 and -(-ch // cfg.bs2) >= cfg.split7_tiles4
-        p7 = cfg.p7_launch_long4 if long4 else cfg.p7_launch
+        p7 = cfg.p7_launch_long4 if long4 else (cfg.p7_launch_tpk8 if TPK7 == 8 else cfg.p7_launch)
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cfg.csplit, cfg.csplit1, grid,
         cfg.ksplit1, cfg.ksplit6, nsp4, TPK7, *p7,

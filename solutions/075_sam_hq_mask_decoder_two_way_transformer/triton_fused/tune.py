@@ -284,6 +284,11 @@ VARIANTS: dict[str, Config] = {
     "pre2_pre5_64": dataclasses.replace(BASE, pre2=True, pre5=64),
     # Also run (round 24, session 11, on BASE), with their knobs removed since: phase 4's Wv slice and Wout columns
     # (pre4) and phase 6a's PE and Wk / Wv columns (pre6) loaded before their barriers (NOTES.md)
+    # round 25 (session 13, on BASE): the phase-7 launch of the workloads that do not take p7_launch_long4 with one
+    # CTA of 4 warps per chunk instead of 8 (074's small-M band gained from one warpgroup per program)
+    "p7w4": dataclasses.replace(BASE, p7_launch=(1, 4, 0, 32, 1), p7_launch_tpk8=(1, 4, 0, 32, 1)),
+    # round 25's base (before p7_launch_tpk8 existed)
+    "p7w8": dataclasses.replace(BASE, p7_launch_tpk8=(1, 8, 0, 32, 1)),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
