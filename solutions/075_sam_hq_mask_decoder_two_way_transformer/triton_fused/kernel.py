@@ -1265,8 +1265,9 @@ class Config:
     instr: bool = False  # program 0 records clock64/globaltimer at every phase start (GPU, persistent)
     # phase 7 (the i2t key pass) as its own launch after the persistent one, with its own registers and
     # occupancy, from `split7` key tokens (B*P*S; 0: never). The launch: (work items per key chunk, warps,
-    # register cap per thread or 0, key tile in tokens, cp.async stages of the tile loop): `p7_launch`, or
-    # `p7_launch_long4` for T <= 4 (TPK7 4) where a program's key chunk has at least `split7_tiles4` bs2 tiles.
+    # register cap per thread or 0, key tile in tokens, cp.async stages of the tile loop): `p7_launch_long4` for
+    # T <= 4 (TPK7 4) where a program's key chunk has at least `split7_tiles4` bs2 tiles, `p7_launch_tpk8` for
+    # T 5..8 (TPK7 8), `p7_launch` otherwise.
     # (2, 4, 0, 32, 1): two CTAs of 4 warps per SM (96 KB of shared memory each on sm_90a); (1, 8, 0, 32, 1):
     # one CTA of 8 warps, 178-242 registers and no spills, where the persistent kernel runs phase 7 at 255
     # registers. H200 (session 10, NOTES.md): #6 and #11 245.7 / 247.2 -> 224.5 / 222.7 us with two CTAs, the
