@@ -289,6 +289,10 @@ VARIANTS: dict[str, Config] = {
     "p7w4": dataclasses.replace(BASE, p7_launch=(1, 4, 0, 32, 1), p7_launch_tpk8=(1, 4, 0, 32, 1)),
     # round 25's base (before p7_launch_tpk8 existed)
     "p7w8": dataclasses.replace(BASE, p7_launch_tpk8=(1, 8, 0, 32, 1)),
+    # prepared in session 13, not run: the T 5..8 launch with each chunk in two work items (two CTAs of 4 warps,
+    # 160 KB each: one per SM at a time, twice the CTAs), and T <= 4's long-chunk launch in one CTA of 4 warps
+    "p7t8p2": dataclasses.replace(BASE, p7_launch_tpk8=(2, 4, 0, 32, 1)),
+    "p7l4w4": dataclasses.replace(BASE, p7_launch_long4=(1, 4, 0, 32, 1)),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
