@@ -197,9 +197,17 @@ VARIANTS: dict[str, Config] = {
     # the M = 64 trace loses its first link; Q first in ticket order. Run 2 measured this slower (27 against 23 us
     # at M = 64) with the kernel of then (no prefetch, every thread polling). S then reads X in fp32 (cvt "x" is
     # made by P, which S no longer waits for); K chunks of 64 keep the recomputed chunk's operands smaller.
-    "s3hx_qr": R(_S3, cvt="h", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), q_recompute=True, order="QPORTS"),
+    "s3hx_qr": R(
+        _S3, cvt="h", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), q_recompute=True, order="QPORTS"
+    ),
     "s3hx_qr64": R(
-        _S3, cvt="h", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), q_recompute=True, order="QPORTS",
+        _S3,
+        cvt="h",
+        maxnreg=None,
+        r=(128, 128, 64),
+        s=(128, 64, 64),
+        q_recompute=True,
+        order="QPORTS",
         q=(64, 64, 256, 64),
     ),  # fmt: skip
     "s3hx_qr_poq": R(_S3, cvt="h", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), q_recompute=True),
