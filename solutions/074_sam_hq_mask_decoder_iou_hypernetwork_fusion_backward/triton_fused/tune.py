@@ -81,11 +81,16 @@ _BIG = Config(
     order="POQRTS",
 )
 
-_S3 = R(_SMALL, r=(64, 128, 64), s=(64, 64, 64))  # shipped for M <= 384
-_B1P = R(_BIG, poll_one=False)  # shipped for M > 384
+_S3 = R(_SMALL, r=(64, 128, 64), s=(64, 64, 64))  # shipped for M <= 384 in the first sessions
+_B1P = R(_BIG, poll_one=False)  # shipped for M > 384 in the first sessions
 _K64 = dict(q=(128, 64, 512, 64), r=(128, 128, 64), t=(128, 128, 512, 64), s=(128, 64, 64))  # K chunks of 64
 _B1N32 = R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=32768)  # variant b1n_cv32k (session 12)
 _Q1, _T1, _R256 = (128, 64, 1024, 64), (128, 128, 1024, 64), (128, 256, 64)  # Q, T without K splits; wide R
+_B1N32_BEST = R(_B1N32, q=_Q1, r=_R256, t=_T1)  # variant b1n32_q1r256t1 (session 12)
+_S3HX = R(
+    _S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64)
+)  # variant s3_hx_nr_r128s128 (session 12)
+_S3W4 = R(_S3, maxnreg=None, num_warps=4)  # variant s3_w4 (session 13)
 
 VARIANTS: dict[str, Config] = {
     "s1": _SMALL,
@@ -161,29 +166,27 @@ VARIANTS: dict[str, Config] = {
     "b1n32_s128": R(_B1N32, s=(128, 128, 64)),
     "b1n32_r256": R(_B1N32, r=_R256),
     "b1n32_q1r256": R(_B1N32, q=_Q1, r=_R256),
-    "b1n32_q1r256t1": R(_B1N32, q=_Q1, r=_R256, t=_T1),  # shipped for M > 384 since session 12
+    "b1n32_q1r256t1": _B1N32_BEST,  # shipped for M > 384 since session 12
     # around b1n32_q1r256t1: 128-wide Q tiles, T tiles over all of C, a 4-deep pipeline
-    "b1n32_q1r256t1_q128": R(_B1N32, q=(128, 128, 1024, 64), r=_R256, t=_T1),
-    "b1n32_q1r256t1_t256": R(_B1N32, q=_Q1, r=_R256, t=(128, 256, 1024, 64)),
-    "b1n32_q1r256t1_ns4": R(_B1N32, q=_Q1, r=_R256, t=_T1, num_stages=4),
-    # prepared in session 12, not run yet: b1n32_q1r256t1 without some of stage P's fp16 copies (P is ~40 % of the
-    # items' time at M = 512; Q and T now read each W_hid / W_in slice 4 times from L2 at M = 512, not 8)
-    "b1n32_best_hix": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="hix"),  # Q reads W_hid in fp32
-    "b1n32_best_whx": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="whx"),  # T reads W_in in fp32
-    "b1n32_best_hx": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="hx"),  # both
-    "b1n32_best_wix": R(_B1N32, q=_Q1, r=_R256, t=_T1, cvt="wix"),  # R reads H1r in fp32
+    "b1n32_q1r256t1_q128": R(_B1N32_BEST, q=(128, 128, 1024, 64)),
+    "b1n32_q1r256t1_t256": R(_B1N32_BEST, t=(128, 256, 1024, 64)),
+    "b1n32_q1r256t1_ns4": R(_B1N32_BEST, num_stages=4),
+    # prepared in session 12, measured in session 13 (all slower): b1n32_q1r256t1 without some of stage P's fp16
+    # copies (P is ~40 % of the items' time at M = 512; Q and T read each W_hid / W_in slice 4 times from L2 there)
+    "b1n32_best_hix": R(_B1N32_BEST, cvt="hix"),  # Q reads W_hid in fp32
+    "b1n32_best_whx": R(_B1N32_BEST, cvt="whx"),  # T reads W_in in fp32
+    "b1n32_best_hx": R(_B1N32_BEST, cvt="hx"),  # both
+    "b1n32_best_wix": R(_B1N32_BEST, cvt="wix"),  # R reads H1r in fp32
     # P in one wave at M = 512 (its 184 items take two on 132 programs): 128 x 128 P tiles (120 items), and with
     # conversion items of 65536 elements (92)
-    "b1n32_best_p128": R(_B1N32, q=_Q1, r=_R256, t=_T1, p=(128, 128)),
-    "b1n32_best_p128_cv64k": R(_B1N32, q=_Q1, r=_R256, t=_T1, p=(128, 128), cvt_block=65536),
-    # prepared in session 12, not run yet: the first wave holds P, O and Q whole (one program per SM: 132 slots for
+    "b1n32_best_p128": R(_B1N32_BEST, p=(128, 128)),
+    "b1n32_best_p128_cv64k": R(_B1N32_BEST, p=(128, 128), cvt_block=65536),
+    # prepared in session 12, measured in session 13 (level or slower): the first wave holds P, O and Q whole (one program per SM: 132 slots for
     # s3_hx_nr*, two for s3: 264). M = 64 has 32 + 32 + 80 = 144 such items, so 12 Q items start only when the first
     # P items end (the trace's Q tail: started up to 4.0 us, ended up to 11.1 us against a 7.1 us median); M = 131
     # has 96 + 32 + 240 = 368 on 264 slots. Fewer O items, O after Q, or 128-row P / Q tiles at M = 131.
-    "s3_hx_nr_r128s128_o128": R(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), o=(128, 64)),
-    "s3_hx_nr_r128s128_pqo": R(
-        _S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), order="PQORTS"
-    ),
+    "s3_hx_nr_r128s128_o128": R(_S3HX, o=(128, 64)),
+    "s3_hx_nr_r128s128_pqo": R(_S3HX, order="PQORTS"),
     "s3_p128q128": R(_S3, p=(128, 64), q=(128, 64, 256, 256)),
     "s3_p128q128_o128": R(_S3, p=(128, 64), q=(128, 64, 256, 256), o=(128, 64)),
     # session 12, M <= 192 (s3 / s3_hx_nr): fewer, larger R, S and O items
@@ -192,36 +195,25 @@ VARIANTS: dict[str, Config] = {
     "s3_o128": R(_S3, o=(128, 64)),
     "s3_r128s128": R(_S3, r=(128, 128, 64), s=(128, 64, 64)),
     "s3_hx_nr_r128": R(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64)),
-    "s3_hx_nr_r128s128": R(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64)),
+    "s3_hx_nr_r128s128": _S3HX,
     # session 13: Q items recompute their D2 chunk (q_recompute: no wait for P), so the chain P -> Q -> T / S of
     # the M = 64 trace loses its first link; Q first in ticket order. Run 2 measured this slower (27 against 23 us
     # at M = 64) with the kernel of then (no prefetch, every thread polling). S then reads X in fp32 (cvt "x" is
     # made by P, which S no longer waits for); K chunks of 64 keep the recomputed chunk's operands smaller.
-    "s3hx_qr": R(
-        _S3, cvt="h", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), q_recompute=True, order="QPORTS"
-    ),
-    "s3hx_qr64": R(
-        _S3,
-        cvt="h",
-        maxnreg=None,
-        r=(128, 128, 64),
-        s=(128, 64, 64),
-        q_recompute=True,
-        order="QPORTS",
-        q=(64, 64, 256, 64),
-    ),  # fmt: skip
-    "s3hx_qr_poq": R(_S3, cvt="h", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), q_recompute=True),
+    "s3hx_qr": R(_S3HX, cvt="h", q_recompute=True, order="QPORTS"),
+    "s3hx_qr64": R(_S3HX, cvt="h", q_recompute=True, order="QPORTS", q=(64, 64, 256, 64)),
+    "s3hx_qr_poq": R(_S3HX, cvt="h", q_recompute=True),
     "s3_qr64": R(_S3, q_recompute=True, q=(64, 64, 256, 64), order="QPORTS"),
     "b1n32_qr": R(_B1N32, q_recompute=True, cvt="h", order="QPORTS"),
-    "b1n32_best_qr": R(_B1N32, q=_Q1, r=_R256, t=_T1, q_recompute=True, cvt="h", order="QPORTS"),
-    # session 13: one warpgroup per program (64-row tiles are one wgmma M block), more programs per SM at small M
-    "s3hx_w4": R(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), num_warps=4),
-    "s3hx_w4_r64": R(_S3, cvt="hx", maxnreg=None, num_warps=4),
-    "s3_w4": R(_S3, maxnreg=None, num_warps=4),
-    "s3_w4_cap": R(_S3, num_warps=4),  # with s3's 128-register cap: more programs per SM
-    "s3_w4_h": R(_S3, maxnreg=None, num_warps=4, cvt="h"),
-    "s3_w4_x": R(_S3, maxnreg=None, num_warps=4, cvt="x"),
-    "s3_w4_o128": R(_S3, maxnreg=None, num_warps=4, o=(128, 64)),
+    "b1n32_best_qr": R(_B1N32_BEST, q_recompute=True, cvt="h", order="QPORTS"),
+    # session 13: one warpgroup per program (a 64-row tile is one wgmma M block); s3_w4_x shipped for M 97..192
+    "s3hx_w4": R(_S3HX, num_warps=4),
+    "s3hx_w4_r64": R(_S3W4, cvt="hx"),
+    "s3_w4": _S3W4,
+    "s3_w4_cap": R(_S3, num_warps=4),  # with s3's 128-register cap
+    "s3_w4_h": R(_S3W4, cvt="h"),
+    "s3_w4_x": R(_S3W4, cvt="x"),
+    "s3_w4_o128": R(_S3W4, o=(128, 64)),
     "b1n32_w4": R(_B1N32, num_warps=4),
     "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
 }
