@@ -489,11 +489,8 @@ def _ph2_fold(
         if h == 0:  # x1 + bout_t2i seeds y2acc (phase 4 adds the attention)
             offn = r[:, None] * C + cn[None, :]
             yn = _row_piece(y1acc, y, offn, valid, NC, C)
-            x1 = (yn - mean[:, None]) * rstd[:, None] * tl.load(ln1w + cn, mask=live, other=0.0)[None, :]
-            x1 += (
-                tl.load(ln1b + cn, mask=live, other=0.0)[None, :]
-                + tl.load(bo_t2i + cn, mask=live, other=0.0)[None, :]
-            )
+            x1 = _ln_cols(yn, mean, rstd, ln1w, ln1b, cn, live)
+            x1 += tl.load(bo_t2i + cn, mask=live, other=0.0)[None, :]
             tl.atomic_add(y2acc + offn, x1, mask=valid[:, None], sem="relaxed", scope="gpu")
     if part == 0:
         tl.store(c1 + j, cb, mask=valid)

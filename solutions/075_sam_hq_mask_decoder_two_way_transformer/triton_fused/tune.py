@@ -289,10 +289,15 @@ VARIANTS: dict[str, Config] = {
     "p7w4": dataclasses.replace(BASE, p7_launch=(1, 4, 0, 32, 1), p7_launch_tpk8=(1, 4, 0, 32, 1)),
     # round 25's base (before p7_launch_tpk8 existed)
     "p7w8": dataclasses.replace(BASE, p7_launch_tpk8=(1, 8, 0, 32, 1)),
-    # prepared in session 13, not run: the T 5..8 launch with each chunk in two work items (two CTAs of 4 warps,
-    # 160 KB each: one per SM at a time, twice the CTAs), and T <= 4's long-chunk launch in one CTA of 4 warps
+    # round 26 (session 14, on BASE): the T 5..8 launch with each chunk in two work items (two CTAs of 4 warps,
+    # 160 KB each: one per SM at a time, twice the CTAs), and T <= 4's long-chunk launch in one CTA of 4 warps:
+    # 2.6 and 6.4 us slower in the geomean of 10 workloads (NOTES.md)
     "p7t8p2": dataclasses.replace(BASE, p7_launch_tpk8=(2, 4, 0, 32, 1)),
     "p7l4w4": dataclasses.replace(BASE, p7_launch_long4=(1, 4, 0, 32, 1)),
+    # Also run (round 27, session 14, on BASE), with its knobs removed since: phase 4's global max and sum over
+    # the chunk partials of the split workloads (#2, #3, #8, #13, #14) in one [128, 16] block instead of 2-4
+    # serial [32, 16] ones (p4g128), also with its first block loaded before the part's own chunks (p4g128e,
+    # and p4g32e with [32, 16] blocks): 2.5-4 us slower and level (NOTES.md)
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
