@@ -328,6 +328,20 @@ def test_plans_for_official_workloads(task):
     assert sorted(short) == [(1, 4, 4096), (2, 4, 4096)]
 
 
+def test_tune_variants_plan_and_time_wrong_rule():
+    """tune.py's variants are valid configurations (a variant naming a removed knob fails at import) that plan
+    every official workload; `--time-wrong` times variants that ran with wrong outputs, never ones that failed."""
+    tune = load_module(SOLUTION_DIR / "tune.py", "_test075_tune")
+    task = load_task("075")
+    shapes = {tune._items(w) for w in task.workloads}
+    for name, cfg in tune.VARIANTS.items():
+        for NI, T, S in shapes:
+            assert tune.kernel.make_plan(NI, T, S, cfg, 132).n_ch >= 1, name
+    wrong, failed = {"ok": False}, {"ok": False, "error": "timeout after 120 s"}
+    assert tune._timeable({"ok": True}, False) and not tune._timeable(wrong, False)
+    assert tune._timeable(wrong, True) and not tune._timeable(failed, True)
+
+
 @pytest.mark.parametrize(
     "field, value",
     [

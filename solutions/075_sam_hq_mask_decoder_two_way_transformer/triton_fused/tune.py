@@ -298,6 +298,12 @@ VARIANTS: dict[str, Config] = {
     # the chunk partials of the split workloads (#2, #3, #8, #13, #14) in one [128, 16] block instead of 2-4
     # serial [32, 16] ones (p4g128), also with its first block loaded before the part's own chunks (p4g128e,
     # and p4g32e with [32, 16] blocks): 2.5-4 us slower and level (NOTES.md)
+    # round 28 (session 14, diagnosis with --time-wrong; knob removed since): phase 4 without its y2acc atomics,
+    # without its out-projection, or without its chunk loop (wrong outputs by design). Only the chunk loop costs:
+    # 4-5 us at the 128-chunk workloads (NOTES.md). Round 29 (on BASE): that loop's pipeline deeper
+    "cs6": dataclasses.replace(BASE, cstages=6),
+    "cs8": dataclasses.replace(BASE, cstages=8),
+    "n1cs8": dataclasses.replace(BASE, ncb=1, cstages=8),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
@@ -324,6 +330,11 @@ WARMUP = 5
 def _items(w) -> tuple[int, int, int]:
     a = w.axes
     return a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
+
+
+def _timeable(info: dict, time_wrong: bool) -> bool:
+    """A warmed-up variant is timed when its outputs were right, or (time_wrong) when it compiled and ran."""
+    return bool(info.get("ok")) or (time_wrong and "error" not in info)
 
 
 def _pick(task, spec: str | None) -> list:
@@ -513,6 +524,11 @@ def main() -> None:
     parser.add_argument("--profile", default="", help="workloads for the per-phase multi-launch profile")
     parser.add_argument("--kernel", default="", help="another kernel.py for --profile (same launch API)")
     parser.add_argument("--instr", default="", help="workloads for the persistent per-phase stamps")
+    parser.add_argument(
+        "--time-wrong",
+        action="store_true",
+        help="also time variants that compiled but computed wrong outputs (diagnostic knobs); marked '!'",
+    )
     parser.add_argument("--warm-extra", default="", help="variants only compiled (e.g. instr,multi)")
     parser.add_argument(
         "--instr-variants", default="", help="variants for --instr (first of --variants if empty)"
@@ -590,7 +606,7 @@ def main() -> None:
                 + (f"  error: {r['error'][-600:]}" if "error" in r else ""),
                 flush=True,
             )
-        names = [v for v in names if warm[v]["ok"]]
+        names = [v for v in names if _timeable(warm[v], args.time_wrong)]
         print(f"warm-up done at {time.time() - t_start:.0f} s; sweeping {names}", flush=True)
         save()
 
@@ -601,7 +617,7 @@ def main() -> None:
             axes = resolve_axes(task.definition, w)
             inputs = gen_inputs(task.definition, w, device=device)
             for v in instr_names:
-                if not warm.get(v + INSTR_SUFFIX, {}).get("ok"):
+                if not _timeable(warm.get(v + INSTR_SUFFIX, {"ok": False}), args.time_wrong):
                     continue  # not compiled (or wrong): never compile inside the budget
                 res = instr_phases(VARIANTS[v], inputs, axes, task)
                 report.setdefault("instr", {}).setdefault(w.uuid, {"axes": dict(w.axes)})[v] = res
