@@ -157,15 +157,49 @@ CASES = {
     # phases 1a and 6a with other contraction splits (the default is 4 and 4), and without them
     "multi-ksplits-2-8": (2, 2, 3, 50, True, dict(mode="multi", grid=40, hb=512, ksplit1=2, ksplit6=8)),
     "persistent-no-ksplit": (1, 2, 5, 40, False, dict(grid=1, hb=512, ksplit1=1, ksplit6=1)),
-    # phase 4's chunk partials split over more work items (global max and sum), in both modes
-    "multi-p4-split": (1, 1, 5, 300, False, dict(mode="multi", grid=40, hb=512, p4_chunks=3, nd_fit=True)),
+    # phase 4's chunk partials split over more work items (global max and sum), in both modes, with the online
+    # merge (p4_gfirst 0, the default until session 14)
+    "multi-p4-split": (
+        1,
+        1,
+        5,
+        300,
+        False,
+        dict(mode="multi", grid=40, hb=512, p4_chunks=3, nd_fit=True, p4_gfirst=0),
+    ),  # fmt: skip
     "persistent-p4-split": (
         2,
         1,
         4,
         200,
         True,
-        dict(grid=1, waves=40.0, hb=512, p4_chunks=2, nd=2, nd_fit=False),
+        dict(grid=1, waves=40.0, hb=512, p4_chunks=2, nd=2, nd_fit=False, p4_gfirst=0),
+    ),  # fmt: skip
+    # ... with the global max and sum read first (p4_gfirst): the split items only, every item (the default), and
+    # every item of a plan without split items
+    "persistent-p4-split-gfirst": (
+        2,
+        1,
+        4,
+        200,
+        True,
+        dict(grid=1, waves=40.0, hb=512, p4_chunks=2, nd=2, nd_fit=False, p4_gfirst=1),
+    ),  # fmt: skip
+    "multi-p4-split-gfirst-all": (
+        1,
+        1,
+        5,
+        300,
+        False,
+        dict(mode="multi", grid=40, hb=512, p4_chunks=3, nd_fit=True, p4_gfirst=2),
+    ),  # fmt: skip
+    "multi-gfirst-all-whole": (
+        2,
+        1,
+        6,
+        150,
+        False,
+        dict(mode="multi", grid=40, hb=512, min_chunk=16, p4_chunks=0, p4_gfirst=2),
     ),  # fmt: skip
     # 4 key-side rows per head (T <= 4): a key pass on 32 rows, both modes, with and without padding rows, on
     # one side or both
@@ -266,6 +300,8 @@ def test_decompositions_exact(task, case):
         assert plan.n_ch > plan.NCB > 1 and plan.NG > 1 and plan.NRT > 1 and plan.S % 32
     if case == "multi-T5-compact":
         assert plan.n_ch == 2 and plan.CH == 64
+    if "gfirst" in case:  # split parts where the case says so, several combine steps per item otherwise
+        assert (plan.NSP4 > 1) == ("split" in case) and plan.n_ch > plan.NCB
     if case == "multi-T16-halves":
         assert plan.NHALF == 2 and plan.IPB == 1
     tpk = {
@@ -358,6 +394,7 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("ksplit1", 3),
         ("ksplit6", 16),
         ("p4_chunks", -1),
+        ("p4_gfirst", 3),
         ("tpk_min", 2),
         ("tpk7_min", 16),
         ("tpk4_chunk", -1),

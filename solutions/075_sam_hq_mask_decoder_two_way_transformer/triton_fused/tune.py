@@ -304,6 +304,10 @@ VARIANTS: dict[str, Config] = {
     "cs6": dataclasses.replace(BASE, cstages=6),
     "cs8": dataclasses.replace(BASE, cstages=8),
     "n1cs8": dataclasses.replace(BASE, ncb=1, cstages=8),
+    # round 30 (session 14, on BASE): phase 4 with the global max and sum read first and the chunks summed against
+    # it (no running max, no rescaling per step): the split items only (gf1), every item (gf2, shipped since: BASE)
+    "gf1": dataclasses.replace(BASE, p4_gfirst=1),
+    "gf2": dataclasses.replace(BASE, p4_gfirst=2),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
