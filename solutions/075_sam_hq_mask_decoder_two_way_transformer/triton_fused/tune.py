@@ -308,6 +308,9 @@ VARIANTS: dict[str, Config] = {
     # it (no running max, no rescaling per step): the split items only (gf1), every item (gf2, shipped since: BASE)
     "gf1": dataclasses.replace(BASE, p4_gfirst=1),
     "gf2": dataclasses.replace(BASE, p4_gfirst=2),
+    # round 31 (session 14, on BASE = gf2): with the combine steps independent of each other, wider steps (ncb4,
+    # above) and shallower or deeper pipelines again (cs2, cs6 above): none faster (NOTES.md)
+    "cs2": dataclasses.replace(BASE, cstages=2),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
