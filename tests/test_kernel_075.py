@@ -193,6 +193,15 @@ CASES = {
         False,
         dict(mode="multi", grid=40, hb=512, p4_chunks=3, nd_fit=True, p4_gfirst=2),
     ),  # fmt: skip
+    # ... and the global pass over two [32, 16] blocks (35 chunks) as a 3-stage pipeline (p4_gstages)
+    "multi-p4-split-gstages": (
+        1,
+        1,
+        4,
+        1100,
+        False,
+        dict(mode="multi", grid=40, hb=512, p4_chunks=16, nd_fit=True, p4_gstages=3),
+    ),  # fmt: skip
     "multi-gfirst-all-whole": (
         2,
         1,
@@ -302,6 +311,8 @@ def test_decompositions_exact(task, case):
         assert plan.n_ch == 2 and plan.CH == 64
     if "gfirst" in case:  # split parts where the case says so, several combine steps per item otherwise
         assert (plan.NSP4 > 1) == ("split" in case) and plan.n_ch > plan.NCB
+    if case == "multi-p4-split-gstages":
+        assert plan.NSP4 > 1 and plan.n_ch > 32
     if case == "multi-T16-halves":
         assert plan.NHALF == 2 and plan.IPB == 1
     tpk = {
@@ -395,6 +406,8 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("ksplit6", 16),
         ("p4_chunks", -1),
         ("p4_gfirst", 3),
+        ("p4_gstages", 0),
+        ("p4_gstages", 9),
         ("tpk_min", 2),
         ("tpk7_min", 16),
         ("tpk4_chunk", -1),

@@ -578,13 +578,25 @@ def _merge_partials(m_run, l_run, mc, lc):
 
 
 @triton.jit
-def _global_partials(pm, pl, item, n_ch, jrow, valid, M8: tl.constexpr):
-    """The max and sum over all n_ch chunk partials of rows jrow of the items ([32, 16] blocks)."""
+def _global_step(m_all, l_all, pm, pl, item, n_ch, cb, jrow, valid, M8: tl.constexpr):
+    """(m_all, l_all) merged with the chunk partials [cb, cb + 32) of rows jrow of the items."""
+    _, _, mc, lc = _chunk_partials(pm, pl, item, n_ch, cb + tl.arange(0, 32), n_ch, jrow, valid, M8)
+    m_all, l_all, _, _ = _merge_partials(m_all, l_all, mc, lc)
+    return m_all, l_all
+
+
+@triton.jit
+def _global_partials(pm, pl, item, n_ch, jrow, valid, M8: tl.constexpr, GS: tl.constexpr = 1):
+    """The max and sum over all n_ch chunk partials of rows jrow of the items ([32, 16] blocks; GS > 1: a
+    cp.async pipeline of GS stages over the blocks, else one block after the other)."""
     m_all = tl.full([_RT], _NEG, tl.float32)
     l_all = tl.zeros([_RT], tl.float32)
-    for cb in range(0, n_ch, 32):
-        _, _, mc, lc = _chunk_partials(pm, pl, item, n_ch, cb + tl.arange(0, 32), n_ch, jrow, valid, M8)
-        m_all, l_all, _, _ = _merge_partials(m_all, l_all, mc, lc)
+    if GS > 1:
+        for cb in tl.range(0, n_ch, 32, num_stages=GS):
+            m_all, l_all = _global_step(m_all, l_all, pm, pl, item, n_ch, cb, jrow, valid, M8)
+    else:
+        for cb in range(0, n_ch, 32):
+            m_all, l_all = _global_step(m_all, l_all, pm, pl, item, n_ch, cb, jrow, valid, M8)
     return m_all, l_all
 
 
@@ -593,12 +605,13 @@ def _ph4_t2i_combine(
     w, live, pm, pl, pacc, wv, bv, wo, y2acc, R, T, n_ch, nsp,
     C: tl.constexpr, TPK: tl.constexpr, ND: tl.constexpr, NCB: tl.constexpr, P3: tl.constexpr,
     RN: tl.constexpr, NC: tl.constexpr, CS: tl.constexpr = 1, SPLIT: tl.constexpr = False, GF: tl.constexpr = 0,
+    GS: tl.constexpr = 1,
 ):  # fmt: skip
     """Work item (row tile, head, channel slice[, chunk part]). SPLIT: an item's chunk partials are split over
     nsp work items; each scales its part by the global max and sum over all chunks ([32, 16] blocks of the
     partial maxima and sums), so that the parts add up in y2acc like the channel slices do. GF (`p4_gfirst`) 1:
     split items read the global max and sum first and then sum their chunks against it (no running max, no
-    rescaling per step); 2: every item does."""
+    rescaling per step); 2: every item does. GS (`p4_gstages`): pipeline depth of the global pass."""
     M8: tl.constexpr = 8 * TPK
     DS: tl.constexpr = C // ND
     if SPLIT:
@@ -628,7 +641,7 @@ def _ph4_t2i_combine(
     acc = tl.zeros([_RT, DS], tl.float32)
     FIRST: tl.constexpr = GF == 2 or (GF == 1 and SPLIT)
     if FIRST:
-        m_all, l_all = _global_partials(pm, pl, item, n_ch, jrow, valid, M8)
+        m_all, l_all = _global_partials(pm, pl, item, n_ch, jrow, valid, M8, GS)
     # NCB chunks per step: one round trip for NCB partials (CS > 1: the next steps' loads in flight)
     for cb0 in tl.range(c_lo, c_hi, NCB, num_stages=CS):
         base, ok, mc, lc = _chunk_partials(
@@ -648,7 +661,7 @@ def _ph4_t2i_combine(
     if FIRST:
         pooled = acc / tl.where(valid, l_all, 1.0)[:, None]
     elif SPLIT:  # this part's share of the softmax over all chunks: the global max and sum
-        m_all, l_all = _global_partials(pm, pl, item, n_ch, jrow, valid, M8)
+        m_all, l_all = _global_partials(pm, pl, item, n_ch, jrow, valid, M8, GS)
         pooled = acc * (tl.exp2(m_run - m_all) / tl.where(valid, l_all, 1.0))[:, None]
     else:
         pooled = acc / tl.where(valid, l_run, 1.0)[:, None]  # softmax-weighted mean of raw keys, [16, DS]
@@ -942,6 +955,7 @@ def _two_way_kernel(
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0,
+    P4GS: tl.constexpr = 1,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1037,7 +1051,7 @@ def _two_way_kernel(
             if pid == (G - 3) % G:
                 _ph4_t2i_combine(
                     0, False, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
-                    C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF,
+                    C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF, P4GS,
                 )  # fmt: skip
             if pid == (G - 4) % G:
                 _ph5_mlp(
@@ -1114,7 +1128,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph4_t2i_combine(
                 w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
-                C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF,
+                C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF, P4GS,
             )  # fmt: skip
             _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
     if PRE5 and (PERSIST or PHASE == 5):  # the first phase-5 item's weights, in flight during the barrier
@@ -1226,6 +1240,9 @@ class Config:
     # H200 (session 14, tune.py round 30, CUPTI): geomean of 9 workloads 94.76 / 93.93 / 93.87 us for 0 / 1 / 2;
     # official run with 2: 102.8 -> 101.5 us, every workload level or 1-2 us faster
     p4_gfirst: int = 2
+    # ... the global pass over [32, 16] blocks of chunk partials (2-4 blocks where an item has 64-128 chunks) as a
+    # cp.async pipeline of this many stages; 1: one block after the other (prepared in session 14, not measured)
+    p4_gstages: int = 1
     # phase 4: halve nd (then fewer chunk parts) while its work items exceed the programs
     nd_fit: bool = True
     hb: int = 32  # MLP hidden block
@@ -1480,6 +1497,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
     if cfg.p4_gfirst not in (0, 1, 2):
         raise ValueError(f"p4_gfirst: expected 0, 1 or 2, got {cfg.p4_gfirst}")
+    if not 1 <= cfg.p4_gstages <= 8:
+        raise ValueError(f"p4_gstages: expected 1 to 8 stages, got {cfg.p4_gstages}")
     for name in ("stages1", "qstages", "cstages"):
         if not 0 <= getattr(cfg, name) <= 8 or (name != "stages1" and getattr(cfg, name) == 0):
             raise ValueError(
@@ -1679,6 +1698,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         PRE5=plan.HB <= cfg.pre5,
         PRE2=cfg.pre2,
         P4GF=cfg.p4_gfirst,
+        P4GS=cfg.p4_gstages,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

@@ -311,6 +311,10 @@ VARIANTS: dict[str, Config] = {
     # round 31 (session 14, on BASE = gf2): with the combine steps independent of each other, wider steps (ncb4,
     # above) and shallower or deeper pipelines again (cs2, cs6 above): none faster (NOTES.md)
     "cs2": dataclasses.replace(BASE, cstages=2),
+    # prepared in session 14, not run: phase 4's global pass (2 / 4 serial [32, 16] blocks before the chunk loop
+    # where an item has 64 / 128 chunks: #2, #3 / #8, #13, #14) as a cp.async pipeline of 2 or 3 stages
+    "gs2": dataclasses.replace(BASE, p4_gstages=2),
+    "gs3": dataclasses.replace(BASE, p4_gstages=3),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
