@@ -17,8 +17,9 @@ Phases (work items in brackets; a row tile is 16 flat rows):
                              A1 = Wk_h^T q_h (rounded to TF32), c1 = q_h . bk_h
   3 [items x chunks x halves] t2i pass over a key chunk: scores A1 (k + kp)^T (TF32 tensor cores), online
                              softmax, sum_s p k_s; partial (max, sum, acc) per chunk
-  4 [row tiles x 8 x ND]     combine the chunk partials of head h on one channel slice, @ Wv_h(slice)^T,
-                             @ Wout_h^T, atomically into y2acc
+  4 [row tiles x 8 x ND]     combine the chunk partials of head h on one channel slice (summed against their
+                             global max, read first: Config.p4_gfirst), @ Wv_h(slice)^T, @ Wout_h^T,
+                             atomically into y2acc
   5 [row tiles x 2048/HB]    LN2, one MLP hidden block (lin1, ReLU, lin2), atomically into y3acc (block 0
                              adds the residual x2 + b2)
   6 [8 heads x row tiles]    LN3 -> output_queries (head 0); i2t key/value of head h folded:
