@@ -202,6 +202,18 @@ CASES = {
         False,
         dict(mode="multi", grid=40, hb=512, p4_chunks=16, nd_fit=True, p4_gstages=3),
     ),  # fmt: skip
+    # phase 3's lazy rescaling (lazy3): the running max never moves after the first tile (threshold 64), or
+    # moves often (threshold 1), over chunks of 4 tiles; with the transposed running sum and without
+    "persistent-lazy3-64": (1, 2, 5, 300, False, dict(grid=1, hb=512, min_chunk=128, lazy3=64.0)),
+    "multi-lazy3-1": (2, 1, 3, 300, True, dict(mode="multi", grid=40, hb=512, min_chunk=128, lazy3=1.0)),
+    "multi-lazy3-8-plain": (
+        1,
+        1,
+        6,
+        300,
+        False,
+        dict(mode="multi", grid=40, hb=512, min_chunk=128, lazy3=8.0, acc_t=False, bs1=16, stages1=3),
+    ),  # fmt: skip
     "multi-gfirst-all-whole": (
         2,
         1,
@@ -313,6 +325,8 @@ def test_decompositions_exact(task, case):
         assert (plan.NSP4 > 1) == ("split" in case) and plan.n_ch > plan.NCB
     if case == "multi-p4-split-gstages":
         assert plan.NSP4 > 1 and plan.n_ch > 32
+    if "lazy3" in case:  # several tiles per chunk, so that the running max can go stale
+        assert plan.CH >= 4 * overrides.get("bs1", kernel.DEFAULT_CONFIG.bs1)
     if case == "multi-T16-halves":
         assert plan.NHALF == 2 and plan.IPB == 1
     tpk = {
@@ -408,6 +422,7 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("p4_gfirst", 3),
         ("p4_gstages", 0),
         ("p4_gstages", 9),
+        ("lazy3", -1.0),
         ("tpk_min", 2),
         ("tpk7_min", 16),
         ("tpk4_chunk", -1),

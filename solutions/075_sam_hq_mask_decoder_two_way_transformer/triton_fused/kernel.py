@@ -501,11 +501,13 @@ def _ph2_fold(
 def _ph3_t2i_pass(
     w, live, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, NHALF: tl.constexpr, PF_DIST: tl.constexpr,
-    RN: tl.constexpr, KS: tl.constexpr = 1, ACC_T: tl.constexpr = False,
+    RN: tl.constexpr, KS: tl.constexpr = 1, ACC_T: tl.constexpr = False, LAZY: tl.constexpr = 0.0,
 ):  # fmt: skip
     """ACC_T: the running sum kept transposed, acc^T [C, RB] += k^T [C, BS] @ p^T [BS, RB] (the key tile as
     the register operand, p^T the shared-memory one), instead of acc [RB, C] += p @ k (k^T through shared
-    memory as the B operand)."""
+    memory as the B operand). LAZY > 0 (`lazy3`): the running max, and with it the sum and acc, moves only
+    when a tile's max exceeds it by more than LAZY (log2 units) in some row; otherwise the tile's weights are
+    taken against the stale max (at most 2^LAZY each), which the stored partial (max, sum, acc) carries."""
     M8: tl.constexpr = 8 * TPK
     RB: tl.constexpr = M8 // NHALF  # rows per work item: 64, or 32 (TPK 4)
     half = w % NHALF
@@ -535,19 +537,37 @@ def _ph3_t2i_pass(
         xt = _tf32_rn(kt + tl.load(kp_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg"), RN)
         s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [RB, BS] log2-domain scores
         s = tl.where(tm[None, :], s, _NEG)
-        m_new = tl.maximum(m, tl.max(s, 1))
-        alpha = tl.exp2(m - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_sum = l_sum * alpha + tl.sum(p, 1)
-        if ACC_T:
-            acc = tl.dot(
-                _tf32_rn(kt, RN), tl.trans(_tf32_rn(p, RN)), acc * alpha[None, :], input_precision="tf32"
-            )
-        else:
-            acc = tl.dot(
-                _tf32_rn(p, RN), tl.trans(_tf32_rn(kt, RN)), acc * alpha[:, None], input_precision="tf32"
-            )
-        m = m_new
+        if LAZY > 0:
+            m_tile = tl.max(s, 1)
+            if tl.max(m_tile - m, 0) > LAZY:  # some row's max grew too much: move them all (block-uniform)
+                m_new = tl.maximum(m, m_tile)
+                alpha = tl.exp2(m - m_new)
+                l_sum *= alpha
+                if ACC_T:
+                    acc *= alpha[None, :]
+                else:
+                    acc *= alpha[:, None]
+                m = m_new
+            p = tl.exp2(s - m[:, None])
+            l_sum += tl.sum(p, 1)
+            if ACC_T:
+                acc = tl.dot(_tf32_rn(kt, RN), tl.trans(_tf32_rn(p, RN)), acc, input_precision="tf32")
+            else:
+                acc = tl.dot(_tf32_rn(p, RN), tl.trans(_tf32_rn(kt, RN)), acc, input_precision="tf32")
+        else:  # (written as before the lazy variant, so that the default build is unchanged)
+            m_new = tl.maximum(m, tl.max(s, 1))
+            alpha = tl.exp2(m - m_new)
+            p = tl.exp2(s - m_new[:, None])
+            l_sum = l_sum * alpha + tl.sum(p, 1)
+            if ACC_T:
+                acc = tl.dot(
+                    _tf32_rn(kt, RN), tl.trans(_tf32_rn(p, RN)), acc * alpha[None, :], input_precision="tf32"
+                )
+            else:
+                acc = tl.dot(
+                    _tf32_rn(p, RN), tl.trans(_tf32_rn(kt, RN)), acc * alpha[:, None], input_precision="tf32"
+                )
+            m = m_new
     base = ic * M8 + j
     tl.store(pm + base, m, mask=jv)
     tl.store(pl + base, l_sum, mask=jv)
@@ -956,7 +976,7 @@ def _two_way_kernel(
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0,
-    P4GS: tl.constexpr = 1,
+    P4GS: tl.constexpr = 1, LAZY3: tl.constexpr = 0.0,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1048,6 +1068,7 @@ def _two_way_kernel(
                     RN,
                     KS1,
                     ACC_T,
+                    LAZY3,
                 )
             if pid == (G - 3) % G:
                 _ph4_t2i_combine(
@@ -1118,7 +1139,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph3_t2i_pass(
                 w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
-                C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T,
+                C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T, LAZY3,
             )  # fmt: skip
             _item_done(sync, 2, times, G, NMAX, 3, w, t0, PERSIST, INSTR)
     if PERSIST:
@@ -1276,6 +1297,10 @@ class Config:
     # phase 3 keeps its running sum transposed (k^T as the register operand; see _ph3_t2i_pass). Session 7
     # (H200): with bs1 32 the geomean goes from 121.8 to 113.6 us (#6 phase-3 item 118 -> 66 us); alone 134.2
     acc_t: bool = True
+    # phase 3: the running max moves only when a tile's max exceeds it by more than this (log2 units; 0: every
+    # tile, the online softmax as written), so most tiles skip the rescaling of the [256, RB] running sum
+    # (prepared in session 14, not measured)
+    lazy3: float = 0.0
     qstages: int = 4  # query-side K loops (phases 1, 2, 5, 6): cp.async pipeline depth over the kc pieces
     cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
     # phase 7: 0 keeps the key tile live for the residual; 1/2 re-read it (L2) before/after the dots
@@ -1500,6 +1525,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"p4_gfirst: expected 0, 1 or 2, got {cfg.p4_gfirst}")
     if not 1 <= cfg.p4_gstages <= 8:
         raise ValueError(f"p4_gstages: expected 1 to 8 stages, got {cfg.p4_gstages}")
+    if not 0.0 <= cfg.lazy3 <= 64.0:
+        raise ValueError(f"lazy3: expected a threshold in [0, 64] (log2 units), got {cfg.lazy3}")
     for name in ("stages1", "qstages", "cstages"):
         if not 0 <= getattr(cfg, name) <= 8 or (name != "stages1" and getattr(cfg, name) == 0):
             raise ValueError(
@@ -1685,6 +1712,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         V3=cfg.v_terms == 3,
         KS1=_stages1(cfg, device),
         ACC_T=cfg.acc_t,
+        LAZY3=float(cfg.lazy3),
         QS=cfg.qstages,
         CS=cfg.cstages,
         RK=cfg.reload_k,

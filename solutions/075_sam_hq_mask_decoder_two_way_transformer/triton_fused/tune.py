@@ -315,6 +315,11 @@ VARIANTS: dict[str, Config] = {
     # where an item has 64 / 128 chunks: #2, #3 / #8, #13, #14) as a cp.async pipeline of 2 or 3 stages
     "gs2": dataclasses.replace(BASE, p4_gstages=2),
     "gs3": dataclasses.replace(BASE, p4_gstages=3),
+    # prepared in session 14, not run: phase 3's running max moved only when a tile's max exceeds it by more than
+    # 8 or 4 (log2 units): most tiles skip the rescaling of the [256, 64] running sum (sm_90a, local Triton 3.9,
+    # #6's build: 255 registers, 264 B of stack against 240)
+    "lazy8": dataclasses.replace(BASE, lazy3=8.0),
+    "lazy4": dataclasses.replace(BASE, lazy3=4.0),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
