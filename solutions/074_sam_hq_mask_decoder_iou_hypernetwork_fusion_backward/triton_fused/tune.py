@@ -84,7 +84,8 @@ _BIG = Config(
 _S3 = R(_SMALL, r=(64, 128, 64), s=(64, 64, 64))  # shipped for M <= 384 in the first sessions
 _B1P = R(_BIG, poll_one=False)  # shipped for M > 384 in the first sessions
 _K64 = dict(q=(128, 64, 512, 64), r=(128, 128, 64), t=(128, 128, 512, 64), s=(128, 64, 64))  # K chunks of 64
-_B1N32 = R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=32768)  # variant b1n_cv32k (session 12)
+_B1N = R(_B1P, cvt="whix", **_K64, maxnreg=None)  # variant b1_cvt_k64_nr (session 3)
+_B1N32 = R(_B1N, cvt_block=32768)  # variant b1n_cv32k (session 12)
 _Q1, _T1, _R256 = (128, 64, 1024, 64), (128, 128, 1024, 64), (128, 256, 64)  # Q, T without K splits; wide R
 _B1N32_BEST = R(_B1N32, q=_Q1, r=_R256, t=_T1)  # variant b1n32_q1r256t1 (session 12)
 _S3HX = R(
@@ -132,33 +133,33 @@ VARIANTS: dict[str, Config] = {
     # no register cap (one program per SM at 8 warps): the sm_90 build with maxnreg=128 has a stack frame
     # (spills: 768 B for s3 with the local Triton 3.9, none without the cap)
     "s3_qa_nr": R(_S3, q_atomic=True, maxnreg=None),
-    "b1_cvt_k64_nr": R(_B1P, cvt="whix", **_K64, maxnreg=None),
+    "b1_cvt_k64_nr": _B1N,
     # session 3: fp16 copies of H1r / X for s3's R/S loops (M = 65..384); a 4-deep pipeline for M > 384
     "s3_hx": R(_S3, cvt="hx"),
     "b1_cvt_k64_ns4": R(_B1P, cvt="whix", **_K64, num_stages=4),
-    "b1_cvt_k64_nr_ns4": R(_B1P, cvt="whix", **_K64, maxnreg=None, num_stages=4),
+    "b1_cvt_k64_nr_ns4": R(_B1N, num_stages=4),
     "s3_hx_nr": R(_S3, cvt="hx", maxnreg=None),
     "s3_nr": R(_S3, maxnreg=None),
     "s3_hx_nr_tsr": R(_S3, cvt="hx", maxnreg=None, order="POQTSR"),  # T/S before R (R only waits for P)
-    "b1_cvt_k64_nr_tsr": R(_B1P, cvt="whix", **_K64, maxnreg=None, order="POQTSR"),
-    "b1_cvt_k64_nr_w4": R(_B1P, cvt="whix", **_K64, maxnreg=None, num_warps=4),
+    "b1_cvt_k64_nr_tsr": R(_B1N, order="POQTSR"),
+    "b1_cvt_k64_nr_w4": R(_B1N, num_warps=4),
     # session 3, around b1_cvt_k64_nr (M > 192): 4 K splits for Q/T, wider S tiles, narrower R tiles, 2 stages
-    "b1n_q4": R(_B1P, cvt="whix", **dict(_K64, q=(128, 64, 256, 64), t=(128, 128, 256, 64)), maxnreg=None),
-    "b1n_s128": R(_B1P, cvt="whix", **dict(_K64, s=(128, 128, 64)), maxnreg=None),
-    "b1n_r64": R(_B1P, cvt="whix", **dict(_K64, r=(128, 64, 64)), maxnreg=None),
-    "b1n_ns2": R(_B1P, cvt="whix", **_K64, maxnreg=None, num_stages=2),
+    "b1n_q4": R(_B1N, q=(128, 64, 256, 64), t=(128, 128, 256, 64)),
+    "b1n_s128": R(_B1N, s=(128, 128, 64)),
+    "b1n_r64": R(_B1N, r=(128, 64, 64)),
+    "b1n_ns2": R(_B1N, num_stages=2),
     # session 12: the M = 512 trace of b1_cvt_k64_nr has O items of 20 us (8 K chunks of 64 rows of H2r, one
     # HBM round trip each) on 32 programs; fewer, larger K chunks of O (the whole of M = 512 in 2 or 1), and
     # fewer conversion items in P (its 240 items take two waves)
-    "b1n_o128": R(_B1P, cvt="whix", **_K64, maxnreg=None, o=(64, 128)),
-    "b1n_o256": R(_B1P, cvt="whix", **_K64, maxnreg=None, o=(64, 256)),
-    "b1n_o32_256": R(_B1P, cvt="whix", **_K64, maxnreg=None, o=(32, 256)),
-    "b1n_o512": R(_B1P, cvt="whix", **_K64, maxnreg=None, o=(64, 512)),
-    "b1n_o256_cv32k": R(_B1P, cvt="whix", **_K64, maxnreg=None, o=(64, 256), cvt_block=32768),
-    "b1n_cv32k": R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=32768),
-    "b1n_cv8k": R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=8192),
-    "b1n_cv64k": R(_B1P, cvt="whix", **_K64, maxnreg=None, cvt_block=65536),
-    "b1n_p128": R(_B1P, cvt="whix", **_K64, maxnreg=None, p=(128, 128)),
+    "b1n_o128": R(_B1N, o=(64, 128)),
+    "b1n_o256": R(_B1N, o=(64, 256)),
+    "b1n_o32_256": R(_B1N, o=(32, 256)),
+    "b1n_o512": R(_B1N, o=(64, 512)),
+    "b1n_o256_cv32k": R(_B1N, o=(64, 256), cvt_block=32768),
+    "b1n_cv32k": _B1N32,
+    "b1n_cv8k": R(_B1N, cvt_block=8192),
+    "b1n_cv64k": R(_B1N, cvt_block=65536),
+    "b1n_p128": R(_B1N, p=(128, 128)),
     # around b1n_cv32k (shipped for M 193..384 since session 12): one K split for Q or T (no partial sums, half
     # the items, twice the K loop), wider S / R tiles (fewer re-reads of D1 / D2 from L2)
     "b1n32_q1": R(_B1N32, q=_Q1),
