@@ -633,7 +633,9 @@ def main() -> None:
             axes = resolve_axes(task.definition, w)
             inputs = gen_inputs(task.definition, w, device=device)
             for v in instr_names:
-                if not _timeable(warm.get(v + INSTR_SUFFIX, {"ok": False}), args.time_wrong):
+                if not _timeable(
+                    warm.get(v + INSTR_SUFFIX, {"ok": False, "error": "not warmed up"}), args.time_wrong
+                ):
                     continue  # not compiled (or wrong): never compile inside the budget
                 res = instr_phases(VARIANTS[v], inputs, axes, task)
                 report.setdefault("instr", {}).setdefault(w.uuid, {"axes": dict(w.axes)})[v] = res
