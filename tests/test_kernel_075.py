@@ -441,6 +441,8 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("p7_launch", (1, 8, 0, 32, 4)),
         ("p7_launch", (1, 8, 0)),
         ("p7_launch", 8),
+        ("p7_prefetch", 48),
+        ("p7_prefetch", -32),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):

@@ -199,6 +199,23 @@ def _prefetch_tokens(k_ptr, kp_ptr, item, S, first, lo, hi, NT: tl.constexpr, C:
 
 
 @triton.jit
+def _ph7_prefetch(
+    w, k_ptr, kp_ptr, S, n_ch, CH, NT: tl.constexpr, C: tl.constexpr, BS: tl.constexpr, PARTS: tl.constexpr
+):  # fmt: skip
+    """The last NT tokens of phase-7 work item w's tile range (the tiles it takes first), as _ph7_i2t_pass
+    divides the chunks into parts and tiles."""
+    part = w % PARTS
+    item = (w // PARTS) // n_ch
+    s0 = ((w // PARTS) % n_ch) * CH
+    s1 = tl.minimum(s0 + CH, S)
+    n_all = tl.cdiv(s1 - s0, BS)
+    per = tl.cdiv(n_all, PARTS)
+    t_end = tl.minimum(n_all, (part + 1) * per)
+    lo = tl.minimum(s0 + part * per * BS, s1 - 1)  # (a part without tiles: its chunk's last token)
+    _prefetch_tokens(k_ptr, kp_ptr, item, S, s0 + t_end * BS - NT, lo, s1, NT, C)
+
+
+@triton.jit
 def _zero_share(ptr, n_elem, part, n_parts, ZB: tl.constexpr):
     """Zero share `part` of `n_parts` of a contiguous fp32 array, ZB elements per step."""
     per = (n_elem + n_parts - 1) // n_parts
@@ -976,14 +993,17 @@ def _two_way_kernel(
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0,
-    P4GS: tl.constexpr = 1, LAZY3: tl.constexpr = 0.0,
+    P4GS: tl.constexpr = 1, LAZY3: tl.constexpr = 0.0, EARLY7: tl.constexpr = False, PF7: tl.constexpr = 0,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
     9: phases 1a and 6a, with KP1 / KP6 > 1; 7: P7PARTS work items per key chunk, tiles of BS2 tokens in a
     cp.async pipeline of S7 stages). PDL: wait for the previous kernel of the stream first (programmatic
-    dependent launch)."""
-    if PDL:
+    dependent launch). EARLY7 (GPU, with SPLIT7 and the PHASE 7 launch's PDL): the persistent kernel lets the
+    phase-7 launch start at once, and its programs leave after their last work item (no final barrier), so
+    that phase-7 programs take the SMs as they free up; those prefetch PF7 tokens of their first tiles into
+    L2 (inputs only) before they wait."""
+    if PDL and not EARLY7:
         tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
     PERSIST: tl.constexpr = PHASE == 0
@@ -1016,6 +1036,8 @@ def _two_way_kernel(
     )
     if INSTR:
         _stamp(times, 0, pid)
+    if EARLY7 and PERSIST and SPLIT7:  # every program is running: the phase-7 launch may be scheduled
+        tl.extra.cuda.gdc_launch_dependents()
 
     if PERSIST:
         if PF_W:  # the query side's 6 MB of weights, spread over the programs, into L2 (HBM is idle now)
@@ -1192,10 +1214,16 @@ def _two_way_kernel(
                 vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6,
             )  # fmt: skip
             _item_done(sync, 5, times, G, NMAX, 6, w, t0, PERSIST, INSTR)
-    if PERSIST:
+    if PERSIST and not (EARLY7 and SPLIT7 and not INSTR):  # (split: the launch after it waits for all of it)
         _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if (PERSIST and not SPLIT7) or PHASE == 7:
+        if PDL and EARLY7:  # started while the persistent kernel may still run: only inputs before the wait
+            if PF7 > 0:
+                n_first = tl.cdiv(n_key * P7PARTS - pid, G)
+                if n_first > 0:
+                    _ph7_prefetch(pid + (n_first - 1) * G, k_ptr, kp_ptr, S, n_ch, CH, PF7, C, BS2, P7PARTS)
+            tl.extra.cuda.gdc_wait()
         # the accumulators are dead now (read in phases 1, 2, 5, 6): zero them for the next call (Plan.n_accs)
         _zero_share(accs, (7 if KP6 > 1 else (6 if KP1 > 1 else 3)) * n_acc, pid, G, 1024)
         n7 = n_key * P7PARTS
@@ -1263,7 +1291,8 @@ class Config:
     # official run with 2: 102.8 -> 101.5 us, every workload level or 1-2 us faster
     p4_gfirst: int = 2
     # ... the global pass over [32, 16] blocks of chunk partials (2-4 blocks where an item has 64-128 chunks) as a
-    # cp.async pipeline of this many stages; 1: one block after the other (prepared in session 14, not measured)
+    # cp.async pipeline of this many stages; 1: one block after the other (H200, session 15, tune.py round 32: 2 and
+    # 3 stages level or slower)
     p4_gstages: int = 1
     # phase 4: halve nd (then fewer chunk parts) while its work items exceed the programs
     nd_fit: bool = True
@@ -1299,7 +1328,7 @@ class Config:
     acc_t: bool = True
     # phase 3: the running max moves only when a tile's max exceeds it by more than this (log2 units; 0: every
     # tile, the online softmax as written), so most tiles skip the rescaling of the [256, RB] running sum
-    # (prepared in session 14, not measured)
+    # (H200, session 15, tune.py round 33: 8 and 4 both 10-14 % slower where chunks have several tiles)
     lazy3: float = 0.0
     qstages: int = 4  # query-side K loops (phases 1, 2, 5, 6): cp.async pipeline depth over the kc pieces
     cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
@@ -1347,6 +1376,13 @@ class Config:
     # 0.5-5.5 us faster than 8 warps on the eight T 5..8 workloads (#5 119.7 -> 114.9, #12 117.2 -> 111.7 us),
     # while T <= 4 with short chunks (#14, #3) lost 2.9 us with 4 warps, so p7_launch keeps 8 there
     p7_launch_tpk8: tuple = (1, 4, 0, 32, 1)
+    # the phase-7 launch may start while the persistent kernel runs (GPU): the persistent programs trigger it
+    # at their start and leave after their last work item instead of waiting for phase 6, so phase-7 programs
+    # take the SMs as they free up and wait there (programmatic dependent launch), after an L2 prefetch of the
+    # last `p7_prefetch` tokens of their first tile range (0: none; a power of two 16..128). Prepared in
+    # session 15
+    p7_early: bool = True
+    p7_prefetch: int = 32
 
 
 DEFAULT_CONFIG = Config()
@@ -1554,6 +1590,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"pre5: expected 0 (never) or an MLP block width 16 / 32 / 64, got {cfg.pre5}")
     if cfg.tpk4_chunk < 0:
         raise ValueError(f"tpk4_chunk: expected 0 (never) or a chunk length, got {cfg.tpk4_chunk}")
+    if cfg.p7_prefetch not in (0, 16, 32, 64, 128):
+        raise ValueError(f"p7_prefetch: expected 0 (none) or 16, 32, 64 or 128 tokens, got {cfg.p7_prefetch}")
     NHALF = max(1, TPK // 8)  # 64-row halves of the 8 * TPK rows (one 32-row block with TPK 4)
     IPB = max(1, RT // T)
     NG = -(-NI // IPB)
@@ -1738,9 +1776,13 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         )
         if plan.P7MAXNREG:
             meta7["maxnreg"] = plan.P7MAXNREG
+        meta1 = dict(meta, PHASE=0, SPLIT7=True)
         if gpu:  # H200 (#12): 2.7 us between the kernels, 8.9 without
             meta7.update(PDL=True, launch_pdl=True)
-        pair = [(plan.grid, dict(meta, PHASE=0, SPLIT7=True)), (work[7], dict(meta7, PHASE=7))]
+            if cfg.p7_early:
+                meta1.update(EARLY7=True)
+                meta7.update(EARLY7=True, PF7=cfg.p7_prefetch)
+        pair = [(plan.grid, meta1), (work[7], dict(meta7, PHASE=7))]
         if gpu:
             runners = _direct_runners(args, pair)  # both ready before the first launch
             stream = torch.cuda.current_stream().cuda_stream  # Triton's choice too: the current device's

@@ -311,15 +311,22 @@ VARIANTS: dict[str, Config] = {
     # round 31 (session 14, on BASE = gf2): with the combine steps independent of each other, wider steps (ncb4,
     # above) and shallower or deeper pipelines again (cs2, cs6 above): none faster (NOTES.md)
     "cs2": dataclasses.replace(BASE, cstages=2),
-    # prepared in session 14, not run: phase 4's global pass (2 / 4 serial [32, 16] blocks before the chunk loop
-    # where an item has 64 / 128 chunks: #2, #3 / #8, #13, #14) as a cp.async pipeline of 2 or 3 stages
+    # round 32 (session 15): phase 4's global pass (2 / 4 serial [32, 16] blocks before the chunk loop where an
+    # item has 64 / 128 chunks: #2, #3 / #8, #13, #14) as a cp.async pipeline of 2 or 3 stages: level or slower
     "gs2": dataclasses.replace(BASE, p4_gstages=2),
     "gs3": dataclasses.replace(BASE, p4_gstages=3),
-    # prepared in session 14, not run: phase 3's running max moved only when a tile's max exceeds it by more than
-    # 8 or 4 (log2 units): most tiles skip the rescaling of the [256, 64] running sum (sm_90a, local Triton 3.9,
-    # #6's build: 255 registers, 264 B of stack against 240)
+    # round 33 (session 15): phase 3's running max moved only when a tile's max exceeds it by more than 8 or 4
+    # (log2 units): most tiles skip the rescaling of the [256, 64] running sum (sm_90a, local Triton 3.9, #6's
+    # build: 255 registers, 264 B of stack against 240): 10-14 % slower on the long-chunk workloads
     "lazy8": dataclasses.replace(BASE, lazy3=8.0),
     "lazy4": dataclasses.replace(BASE, lazy3=4.0),
+    # round 34 (session 15, on BASE as it was then, p7_early off): the phase-7 launch started early (programmatic
+    # dependent launch triggered at the persistent kernel's start, no final barrier there), with 0 / 32 / 64
+    # tokens L2-prefetched before the wait; e7p32 shipped since (BASE), e7 / e7p64 / p7off measure around it
+    "e7": dataclasses.replace(BASE, p7_early=True, p7_prefetch=0),
+    "e7p32": dataclasses.replace(BASE, p7_early=True, p7_prefetch=32),
+    "e7p64": dataclasses.replace(BASE, p7_early=True, p7_prefetch=64),
+    "p7off": dataclasses.replace(BASE, p7_early=False, p7_prefetch=0),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
