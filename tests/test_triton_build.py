@@ -23,7 +23,7 @@ from harness.aot import (
     capture_solution,
 )
 from harness.schema import Workload
-from harness.tasks import load_task
+from harness.tasks import load_module, load_task
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("TRITON_INTERPRET") != "1", reason="records launches in Triton's interpreter (CPU runs)"
@@ -53,6 +53,14 @@ def _launches(task_id: str, arch: str = "sm_90a"):
         launches = capture_solution(folder, workloads=workloads)
     for launch in launches:
         launch.kwargs.update({k: v for k, v in GPU_ONLY.get(task_id, {}).items() if k in launch.kwargs})
+    if task_id == "075":  # the split pair's GPU-only constexprs, as kernel.launch sets them on a GPU
+        kernel = load_module(folder / "kernel.py", "_build_test075_meta")
+        first, second = kernel.split_launch_meta(kernel.DEFAULT_CONFIG)
+        for launch in launches:
+            if launch.kwargs.get("SPLIT7"):
+                launch.kwargs.update(first)
+            elif launch.kwargs["PHASE"] == 7:
+                launch.kwargs.update(second)
     return launches
 
 
@@ -74,6 +82,24 @@ def test_077_builds_carry_the_gpu_launch_constexprs():
     assert launches and all(launch.kwargs.get("PDL") == 1 for launch in launches)
 
 
+def test_075_builds_carry_the_split_launch_constexprs():
+    """The build of 075's split pair is what a GPU launches: the phase-7 launch waits for the persistent one
+    (programmatic dependent launch), both with the shipped early start (p7_early)."""
+    launches = _launches("075")
+    split = [launch for launch in launches if launch.kwargs.get("SPLIT7")]
+    phase7 = [launch for launch in launches if launch.kwargs["PHASE"] == 7]
+    assert split and len(phase7) == len(split)
+    assert all(launch.kwargs["PDL"] is True for launch in phase7)
+    assert all(launch.kwargs.get("EARLY7") is True for launch in split + phase7)
+    kernel = load_module(PROJECT_ROOT / phase7[0].module_file, "_build_test075_defaults")
+    assert all(launch.kwargs["PF7"] == kernel.DEFAULT_CONFIG.p7_prefetch for launch in phase7)
+    assert not any(
+        "PDL" in launch.kwargs or "EARLY7" in launch.kwargs
+        for launch in launches
+        if launch not in split + phase7
+    )
+
+
 def test_capture_records_what_the_solution_launches():
     launches = _launches("074")
     assert [launch.kernel for launch in launches] == ["_fused_bwd_kernel"] * 2
@@ -92,8 +118,6 @@ def test_capture_of_075_plans_for_the_target_gpu(monkeypatch, arch, sms, stages)
     unset: an H200), so what it compiles carries the constexprs and the key chunking that GPU's launch of each
     official workload uses: 132 SMs and 3 phase-3 stages on the H200; 148 SMs and 2 stages on a B200 (3 need
     233 KB of shared memory there, over the 227 KB limit)."""
-    from harness.tasks import load_module
-
     (folder,) = (PROJECT_ROOT / "solutions").glob("075_*/triton_fused")
     kernel = load_module(folder / "kernel.py", "_build_test075_kernel")
     task = load_task("075")
