@@ -454,6 +454,33 @@ def test_make_plan_rejects_bad_config(field, value):
         kernel.make_plan(4, 17, 1024, kernel.DEFAULT_CONFIG, 132)
 
 
+def test_p7_early_rule(task):
+    """The phase-7 launch starts early (split_launch_meta: the trigger in the persistent kernel, the prefetch and
+    the moved wait in phase 7) where p7_early says so, and not where it is the long-chunk T <= 4 launch unless
+    p7_early_long4; a plan without the split has none of it."""
+    early = dataclasses.replace(kernel.DEFAULT_CONFIG, p7_early=True, p7_prefetch=64, p7_early_long4=False)
+    seen = set()
+    for workload in task.workloads:
+        a = workload.axes
+        NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
+        plan = kernel.make_plan(NI, T, S, early, 132)
+        long4 = plan.TPK7 == 4 and -(-plan.CH // early.bs2) >= early.split7_tiles4  # a chunk of >= 4 tiles
+        assert plan.P7PARTS and plan.P7EARLY == (not long4), workload.uuid
+        first, second = kernel.split_launch_meta(early, plan)
+        if long4:
+            assert (first, second) == ({}, {"PDL": True})
+        else:
+            assert first == {"EARLY7": True} and second == {"PDL": True, "EARLY7": True, "PF7": 64}
+        everywhere = dataclasses.replace(early, p7_early_long4=True, p7_prefetch_ln=True)
+        assert kernel.split_launch_meta(everywhere, kernel.make_plan(NI, T, S, everywhere, 132))[1]["PF7W"]
+        off = dataclasses.replace(early, p7_early=False)
+        assert not kernel.make_plan(NI, T, S, off, 132).P7EARLY
+        seen.add(long4)
+    assert seen == {True, False}  # both kinds among the official workloads (#4, #6, #11 are long4)
+    unsplit = kernel.make_plan(2, 5, 1024, dataclasses.replace(early, split7=0), 132)
+    assert not unsplit.P7PARTS and not unsplit.P7EARLY
+
+
 def test_split7_rule():
     """Phase 7 gets its own launch from `split7` key tokens, with `p7_launch_long4` for T <= 4 where chunks
     have `split7_tiles4` tiles or more, `p7_launch_tpk8` for T 5..8 and `p7_launch` otherwise; never in multi

@@ -55,12 +55,20 @@ def _launches(task_id: str, arch: str = "sm_90a"):
         launch.kwargs.update({k: v for k, v in GPU_ONLY.get(task_id, {}).items() if k in launch.kwargs})
     if task_id == "075":  # the split pair's GPU-only constexprs, as kernel.launch sets them on a GPU
         kernel = load_module(folder / "kernel.py", "_build_test075_meta")
-        first, second = kernel.split_launch_meta(kernel.DEFAULT_CONFIG)
-        for launch in launches:
-            if launch.kwargs.get("SPLIT7"):
-                launch.kwargs.update(first)
-            elif launch.kwargs["PHASE"] == 7:
-                launch.kwargs.update(second)
+        pending = list(launches)
+        for axes in SHAPES[task_id]:
+            NI, T, S = (
+                axes["batch_size"] * axes["point_batch_size"],
+                axes["n_query_tokens"],
+                axes["n_key_tokens"],
+            )
+            plan = kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, kernel.TARGETS[arch][1])
+            first, second = kernel.split_launch_meta(kernel.DEFAULT_CONFIG, plan)
+            pending.pop(0).kwargs.update(first)  # the persistent launch
+            if plan.P7PARTS:
+                assert pending[0].kwargs["PHASE"] == 7
+                pending.pop(0).kwargs.update(second)
+        assert not pending
     return launches
 
 
@@ -83,21 +91,19 @@ def test_077_builds_carry_the_gpu_launch_constexprs():
 
 
 def test_075_builds_carry_the_split_launch_constexprs():
-    """The build of 075's split pair is what a GPU launches: the phase-7 launch waits for the persistent one
-    (programmatic dependent launch), both with the shipped early start (p7_early)."""
+    """The build of 075's split pairs is what a GPU launches: the phase-7 launch waits for the persistent one
+    (programmatic dependent launch), and starts early only where the shipped Config says so (p7_early; never
+    for the long-chunk T <= 4 launch of the third shape unless p7_early_long4)."""
     launches = _launches("075")
-    split = [launch for launch in launches if launch.kwargs.get("SPLIT7")]
-    phase7 = [launch for launch in launches if launch.kwargs["PHASE"] == 7]
-    assert split and len(phase7) == len(split)
-    assert all(launch.kwargs["PDL"] is True for launch in phase7)
-    assert all(launch.kwargs.get("EARLY7") is True for launch in split + phase7)
-    kernel = load_module(PROJECT_ROOT / phase7[0].module_file, "_build_test075_defaults")
-    assert all(launch.kwargs["PF7"] == kernel.DEFAULT_CONFIG.p7_prefetch for launch in phase7)
-    assert not any(
-        "PDL" in launch.kwargs or "EARLY7" in launch.kwargs
-        for launch in launches
-        if launch not in split + phase7
-    )
+    pairs = [(a, b) for a, b in zip(launches, launches[1:], strict=False) if b.kwargs["PHASE"] == 7]
+    assert len(pairs) == len(SHAPES["075"]) and all(a.kwargs.get("SPLIT7") for a, _ in pairs)
+    assert all(b.kwargs["PDL"] is True for _, b in pairs)
+    cfg = load_module(PROJECT_ROOT / pairs[0][1].module_file, "_build_test075_defaults").DEFAULT_CONFIG
+    early = [cfg.p7_early, cfg.p7_early, cfg.p7_early and cfg.p7_early_long4]
+    assert [(a.kwargs.get("EARLY7", False), b.kwargs.get("EARLY7", False)) for a, b in pairs] == [
+        (e, e) for e in early
+    ]
+    assert [b.kwargs.get("PF7", 0) for _, b in pairs] == [cfg.p7_prefetch if e else 0 for e in early]
 
 
 def test_capture_records_what_the_solution_launches():

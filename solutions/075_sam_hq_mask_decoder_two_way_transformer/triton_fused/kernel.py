@@ -994,6 +994,7 @@ def _two_way_kernel(
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0,
     P4GS: tl.constexpr = 1, LAZY3: tl.constexpr = 0.0, EARLY7: tl.constexpr = False, PF7: tl.constexpr = 0,
+    PF7W: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1002,7 +1003,7 @@ def _two_way_kernel(
     dependent launch). EARLY7 (GPU, with SPLIT7 and the PHASE 7 launch's PDL): the persistent kernel lets the
     phase-7 launch start at once, and its programs leave after their last work item (no final barrier), so
     that phase-7 programs take the SMs as they free up; those prefetch PF7 tokens of their first tiles into
-    L2 (inputs only) before they wait."""
+    L2 (inputs only) before they wait, and with PF7W phase 7's three 256-float vectors."""
     if PDL and not EARLY7:
         tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
@@ -1223,6 +1224,10 @@ def _two_way_kernel(
                 n_first = tl.cdiv(n_key * P7PARTS - pid, G)
                 if n_first > 0:
                     _ph7_prefetch(pid + (n_first - 1) * G, k_ptr, kp_ptr, S, n_ch, CH, PF7, C, BS2, P7PARTS)
+            if PF7W:  # the out-projection bias and LayerNorm 4's weight and bias: 8 lines each
+                _prefetch_l2(i_bo + tl.arange(0, 8) * 32)
+                _prefetch_l2(ln4w + tl.arange(0, 8) * 32)
+                _prefetch_l2(ln4b + tl.arange(0, 8) * 32)
             tl.extra.cuda.gdc_wait()
         # the accumulators are dead now (read in phases 1, 2, 5, 6): zero them for the next call (Plan.n_accs)
         _zero_share(accs, (7 if KP6 > 1 else (6 if KP1 > 1 else 3)) * n_acc, pid, G, 1024)
@@ -1380,10 +1385,18 @@ class Config:
     # at their start and leave after their last work item instead of waiting for phase 6, so phase-7 programs
     # take the SMs as they free up and wait there (programmatic dependent launch), after an L2 prefetch of the
     # last `p7_prefetch` tokens of their first tile range (0: none; a power of two 16..128). H200 (session 15,
-    # tune.py round 34, 8 workloads): geomean 96.57 (off) / 95.50 (early) / 95.29 (and 32 tokens) / 95.95 (64)
-    # us; official run with early and 32: 101.5 -> 100.9 us
-    p7_early: bool = True
+    # NOTES.md): 1-1.3 % faster in tune.py's sweeps (rounds 34, 35), but the official runs of the same build
+    # are bimodal (#5 113.4 or 121.8 us from run to run, #1 88-94) and on one machine level on average with
+    # off, which is stable (102.2, 102.2 against 101.3, 103.3 us), so off
+    p7_early: bool = False
     p7_prefetch: int = 32
+    # ... and phase 7's out-projection bias and LayerNorm-4 weight and bias (3 KB) too (session 15, round 35:
+    # 1.3 % slower)
+    p7_prefetch_ln: bool = False
+    # ... also where phase 7 takes `p7_launch_long4` (T <= 4, long chunks: #4, #6, #11). H200 (session 15): 0.4-2.2
+    # us slower there in round 35 (early 141.1 / 219.8 / 221.4, not early 138.9 / 219.4 / 219.5 us) and 1-2 us in
+    # the official runs, so not there (with p7_early)
+    p7_early_long4: bool = False
 
 
 DEFAULT_CONFIG = Config()
@@ -1483,6 +1496,7 @@ class Plan:
     P7MAXNREG: int = 0  # ... and at most this many registers per thread (0: no cap)
     P7BS: int = 0  # ... key tiles of this many tokens
     P7STAGES: int = 0  # ... in a cp.async pipeline of this many stages (1: plain loads)
+    P7EARLY: bool = False  # ... started early (Config.p7_early, p7_early_long4)
 
     @property
     def work(self) -> dict[int, int]:
@@ -1621,13 +1635,14 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             hb *= 2
     grid = launched if cfg.mode == "persistent" else 0
     TPK7 = max(cfg.tpk7_min, _next_pow2(T))
-    p7 = (0, 0, 0, 0, 0)
+    p7, early = (0, 0, 0, 0, 0), False
     if cfg.mode == "persistent" and 0 < cfg.split7 <= NI * S:
         long4 = TPK7 == 4 and -(-ch // cfg.bs2) >= cfg.split7_tiles4
         p7 = cfg.p7_launch_long4 if long4 else (cfg.p7_launch_tpk8 if TPK7 == 8 else cfg.p7_launch)
+        early = cfg.p7_early and (cfg.p7_early_long4 or not long4)
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cfg.csplit, cfg.csplit1, grid,
-        cfg.ksplit1, cfg.ksplit6, nsp4, TPK7, *p7,
+        cfg.ksplit1, cfg.ksplit6, nsp4, TPK7, *p7, early,
     )  # fmt: skip
 
 
@@ -1779,7 +1794,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
             meta7["maxnreg"] = plan.P7MAXNREG
         meta1 = dict(meta, PHASE=0, SPLIT7=True)
         if gpu:  # H200 (#12): 2.7 us between the kernels, 8.9 without
-            first, second = split_launch_meta(cfg)
+            first, second = split_launch_meta(cfg, plan)
             meta1.update(first)
             meta7.update(second, launch_pdl=True)
         pair = [(plan.grid, meta1), (work[7], dict(meta7, PHASE=7))]
@@ -1802,14 +1817,16 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     return plan
 
 
-def split_launch_meta(cfg: Config) -> tuple[dict, dict]:
+def split_launch_meta(cfg: Config, plan: Plan) -> tuple[dict, dict]:
     """The GPU-only constexprs of the split pair (persistent kernel, phase-7 launch): the phase-7 launch's
-    programmatic dependent launch and, with `p7_early`, its early start. The CPU path leaves them off (inline
-    PTX); tests/test_triton_build.py builds them."""
+    programmatic dependent launch and, where the plan says so (`P7EARLY`), its early start. The CPU path leaves
+    them off (inline PTX); tests/test_triton_build.py builds them."""
     first, second = {}, {"PDL": True}
-    if cfg.p7_early:
+    if plan.P7EARLY:
         first["EARLY7"] = True
         second.update(EARLY7=True, PF7=cfg.p7_prefetch)
+        if cfg.p7_prefetch_ln:
+            second["PF7W"] = True
     return first, second
 
 

@@ -320,13 +320,18 @@ VARIANTS: dict[str, Config] = {
     # build: 255 registers, 264 B of stack against 240): 10-14 % slower on the long-chunk workloads
     "lazy8": dataclasses.replace(BASE, lazy3=8.0),
     "lazy4": dataclasses.replace(BASE, lazy3=4.0),
-    # round 34 (session 15, on BASE as it was then, p7_early off): the phase-7 launch started early (programmatic
-    # dependent launch triggered at the persistent kernel's start, no final barrier there), with 0 / 32 / 64
-    # tokens L2-prefetched before the wait; e7p32 shipped since (BASE), e7 / e7p64 / p7off measure around it
-    "e7": dataclasses.replace(BASE, p7_early=True, p7_prefetch=0),
-    "e7p32": dataclasses.replace(BASE, p7_early=True, p7_prefetch=32),
-    "e7p64": dataclasses.replace(BASE, p7_early=True, p7_prefetch=64),
+    # round 34 (session 15, on BASE, p7_early off): the phase-7 launch started early (programmatic dependent
+    # launch triggered at the persistent kernel's start, no final barrier there), with 0 / 32 / 64 tokens
+    # L2-prefetched before the wait (on every workload: p7_early_long4); e7p32 was the default for a while
+    "e7": dataclasses.replace(BASE, p7_early=True, p7_prefetch=0, p7_early_long4=True),
+    "e7p32": dataclasses.replace(BASE, p7_early=True, p7_prefetch=32, p7_early_long4=True),
+    "e7p64": dataclasses.replace(BASE, p7_early=True, p7_prefetch=64, p7_early_long4=True),
     "p7off": dataclasses.replace(BASE, p7_early=False, p7_prefetch=0),
+    # round 35 (session 15, against e7p32 as base): the phase's three vectors prefetched too (e7w): slower; not
+    # early where the launch is p7_launch_long4 (p7off there): faster, hence e7rule (p7_early_long4 False). The
+    # official runs of e7rule were bimodal from run to run (NOTES.md), so p7_early stays off
+    "e7w": dataclasses.replace(BASE, p7_early=True, p7_prefetch=32, p7_prefetch_ln=True, p7_early_long4=True),
+    "e7rule": dataclasses.replace(BASE, p7_early=True, p7_prefetch=32, p7_early_long4=False),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
