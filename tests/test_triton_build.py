@@ -3,8 +3,8 @@
 The launches are the solution's own (recorded on meta tensors under the interpreter, see harness.aot), then
 compiled by Triton for each architecture in a process without the interpreter. Shapes cover each kernel's
 configurations (074: both M ranges of its config table; 075: 4, 8 and 16 query-token builds; 077: one chunked
-image, whose kernels are the same for every size). The GPU-only constexprs (075's inline-PTX prefetches,
-077's programmatic dependent launch) are switched on here, since the CPU path leaves them off.
+image, whose kernels are the same for every size). The GPU-only constexprs (075's inline-PTX prefetches and
+its split pair's programmatic dependent launch, 077's) are switched on here, since the CPU path leaves them off.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ SHAPES = {
     "077": [{"batch_size": 2, "height": 64, "width": 64}],
 }
 # what a CUDA launch sets and the CPU path leaves off (see kernel.py): 075's inline-PTX prefetches, 077's
-# griddepcontrol.wait (programmatic dependent launch)
+# griddepcontrol.wait (programmatic dependent launch); 075's split pair: kernel.split_launch_meta (_launches)
 GPU_ONLY = {"075": {"PF_W": True, "PF_TOK": 32, "PF_DIST": 2}, "077": {"PDL": 1}}
 
 

@@ -1385,9 +1385,10 @@ class Config:
     # at their start and leave after their last work item instead of waiting for phase 6, so phase-7 programs
     # take the SMs as they free up and wait there (programmatic dependent launch), after an L2 prefetch of the
     # last `p7_prefetch` tokens of their first tile range (0: none; a power of two 16..128). H200 (session 15,
-    # NOTES.md): 1-1.3 % faster in tune.py's sweeps (rounds 34, 35), but the official runs of the same build
-    # are bimodal (#5 113.4 or 121.8 us from run to run, #1 88-94) and on one machine level on average with
-    # off, which is stable (102.2, 102.2 against 101.3, 103.3 us), so off
+    # NOTES.md): 1-1.3 % faster in tune.py's sweeps (rounds 34, 35), but full official runs of the same build
+    # were bimodal on one machine (#5 113.4 or 121.8 us from run to run, #1 88-94) and level on average with off,
+    # which was stable there (102.2, 102.2 against 101.3 to 103.3 us); #5 and #1 alone on another machine were
+    # 1-2 us faster every time. Off until the slow mode is understood
     p7_early: bool = False
     p7_prefetch: int = 32
     # ... and phase 7's out-projection bias and LayerNorm-4 weight and bias (3 KB) too (session 15, round 35:
