@@ -48,6 +48,11 @@ _inputs_option = click.option(
     show_default=True,
     help="stored: every round uses workloads/<task>/<uuid>.safetensors (see `solbench workloads`).",
 )
+_kernels_option = click.option(
+    "--kernels",
+    is_flag=True,
+    help="Also print each workload's call anatomy: every kernel's median start, duration and gap (cupti).",
+)
 _sol_option = click.option(
     "--sol",
     "sol_convention",
@@ -512,6 +517,7 @@ def workloads_verify(task_names_given) -> None:
     help="Seconds for one solution x task subprocess.",
 )
 @_inputs_option
+@_kernels_option
 def run_cmd(
     task_names,
     solutions,
@@ -527,6 +533,7 @@ def run_cmd(
     shard,
     timeout_s,
     input_kind,
+    kernels,
 ) -> None:
     """Evaluate solutions the official way (one subprocess each, CUPTI timing) and score them.
 
@@ -546,7 +553,14 @@ def run_cmd(
         inputs=input_kind,
     )
     passed = run_and_print(
-        console, plans, options, gpu=gpu, convention=sol_convention, as_json=as_json, output=output
+        console,
+        plans,
+        options,
+        gpu=gpu,
+        convention=sol_convention,
+        as_json=as_json,
+        output=output,
+        kernels=kernels,
     )
     sys.exit(EXIT_OK if passed else EXIT_FAILED)
 
@@ -562,13 +576,20 @@ def run_cmd(
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the merged traces to this file.")
 @click.option("--json", "as_json", is_flag=True, help="The merged traces on stdout.")
-def report_cmd(trace_files, sol_convention, gpu, output, as_json) -> None:
+@_kernels_option
+def report_cmd(trace_files, sol_convention, gpu, output, as_json, kernels) -> None:
     """Merge trace files (e.g. --shard runs; the last trace per task, solution and workload wins) and
     print the tables again. Exit 0 only when every workload passed."""
     from harness.report import report_command
 
     passed = report_command(
-        console, trace_files, gpu=gpu, convention=sol_convention, as_json=as_json, output=output
+        console,
+        trace_files,
+        gpu=gpu,
+        convention=sol_convention,
+        as_json=as_json,
+        output=output,
+        kernels=kernels,
     )
     sys.exit(EXIT_OK if passed else EXIT_FAILED)
 

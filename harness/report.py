@@ -255,10 +255,45 @@ def print_table(console: Console, task_name: str, solution: str, traces: Sequenc
     return s
 
 
-def print_report(console: Console, traces: Sequence[Trace]) -> bool:
-    """Every (task, solution) table; True when every trace PASSED."""
+#: Characters of a kernel name the --kernels table shows (cuBLAS and torch names run to hundreds).
+KERNEL_NAME_CHARS = 48
+
+
+def print_kernels(console: Console, task_name: str, solution: str, traces: Sequence[Trace]) -> None:
+    """The timed calls' anatomy per workload (traces of the cupti timer: extra.timing.kernels): each GPU
+    record's median start, duration and gap after the one before (negative: overlapping), in us."""
+    table = Table(title=f"{task_name} · {solution} · kernels of a call (medians, us)", title_justify="left")
+    for col in ("workload", "#", "kernel", "start", "duration", "gap"):
+        table.add_column(col, justify="left" if col in ("workload", "kernel") else "right")
+    rows = 0
+    for t in traces:
+        kernels = ((t.evaluation.extra or {}).get("timing") or {}).get("kernels") or []
+        for i, k in enumerate(kernels):
+            name = (
+                k["name"] if len(k["name"]) <= KERNEL_NAME_CHARS else k["name"][: KERNEL_NAME_CHARS - 1] + "…"
+            )
+            table.add_row(
+                t.workload.uuid[:8] if i == 0 else "",
+                str(i),
+                escape(name),
+                _fmt(k["start_us"], ".1f"),
+                _fmt(k["duration_us"], ".1f"),
+                _fmt(k["gap_us"], ".1f"),
+                end_section=i == len(kernels) - 1,
+            )
+            rows += 1
+    if rows:
+        console.print(table)
+    else:
+        console.print(f"{task_name} · {solution}: no kernel breakdown in these traces (cupti timer only)")
+
+
+def print_report(console: Console, traces: Sequence[Trace], *, kernels: bool = False) -> bool:
+    """Every (task, solution) table (and with `kernels` its calls' anatomy); True when every trace PASSED."""
     for (task_name, solution), items in group(traces).items():
         print_table(console, task_name, solution, items)
+        if kernels:
+            print_kernels(console, task_name, solution, items)
     return all(t.evaluation.status == PASSED for t in traces)
 
 
@@ -354,6 +389,7 @@ def run_and_print(
     convention: str,
     as_json: bool = False,
     output: Any = None,
+    kernels: bool = False,
 ) -> bool:
     """`solbench run`: each solution x task in its own process (CUDA) or the CPU smoke check; True if all passed."""
     import os
@@ -387,7 +423,7 @@ def run_and_print(
                         traces += _smoke_traces(plan, solution, advance)
             annotate(traces, gpu, convention)
             write(traces)
-            all_passed &= print_report(console, traces)
+            all_passed &= print_report(console, traces, kernels=kernels)
     return all_passed
 
 
@@ -399,6 +435,7 @@ def report_command(
     convention: str,
     as_json: bool = False,
     output: Any = None,
+    kernels: bool = False,
 ) -> bool:
     """`solbench report`: merge trace files (shards; the last trace per task/solution/workload wins)."""
     from pathlib import Path
@@ -409,4 +446,4 @@ def report_command(
     annotate(traces, gpu, convention)
     with _trace_sink(output, as_json) as write:
         write(traces)
-    return print_report(console, traces)
+    return print_report(console, traces, kernels=kernels)

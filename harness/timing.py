@@ -144,9 +144,11 @@ class TimingStats:
     max_ms: float
     std_ms: float
     times_ms: tuple[float, ...]
+    #: The calls' anatomy (cupti timer): per GPU record of a call, medians over the calls (`kernel_breakdown`).
+    kernels: tuple[dict[str, Any], ...] = ()
 
     @classmethod
-    def from_times(cls, times_ms: Sequence[float]) -> TimingStats:
+    def from_times(cls, times_ms: Sequence[float], kernels: Sequence[dict[str, Any]] = ()) -> TimingStats:
         if not times_ms:
             raise TimingError("no timed calls")
         values = sorted(float(t) for t in times_ms)
@@ -159,11 +161,13 @@ class TimingStats:
             max_ms=values[-1],
             std_ms=statistics.pstdev(values),
             times_ms=tuple(float(t) for t in times_ms),
+            kernels=tuple(dict(k) for k in kernels),
         )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["times_ms"] = list(self.times_ms)
+        data["kernels"] = [dict(k) for k in self.kernels]
         return data
 
 
@@ -230,6 +234,43 @@ def iteration_spans(records: Iterable[ProfRecord], windows: Sequence[tuple[int, 
             )
         spans.append((max(a.end_ns for a in activities) - min(a.start_ns for a in activities)) / 1e6)
     return spans
+
+
+def kernel_breakdown(
+    records: Iterable[ProfRecord], windows: Sequence[tuple[int, int]]
+) -> list[dict[str, Any]]:
+    """Where a call's span goes: the GPU records of each window in start order, and per position the median
+    over the windows of its start (from the window's first start), its duration, and its gap after the
+    record before it (negative: they overlap, e.g. a programmatic dependent launch), all in us.
+
+    Informational (the span is `iteration_spans`'); [] when the windows do not launch the same records in
+    the same order (names and kinds position by position), or launch nothing.
+    """
+    calls = [
+        sorted(acts, key=lambda a: (a.start_ns, a.end_ns)) for _, acts in window_records(records, windows)
+    ]
+    if not calls or not calls[0]:
+        return []
+    shape = [(a.kind, a.name) for a in calls[0]]
+    if any([(a.kind, a.name) for a in acts] != shape for acts in calls[1:]):
+        return []
+    out = []
+    for k, (kind, name) in enumerate(shape):
+        starts = [(acts[k].start_ns - acts[0].start_ns) / 1e3 for acts in calls]
+        durations = [(acts[k].end_ns - acts[k].start_ns) / 1e3 for acts in calls]
+        entry: dict[str, Any] = {
+            "name": name,
+            "kind": kind,
+            "start_us": statistics.median(starts),
+            "duration_us": statistics.median(durations),
+            "gap_us": None,
+        }
+        if k:
+            entry["gap_us"] = statistics.median(
+                (acts[k].start_ns - acts[k - 1].end_ns) / 1e3 for acts in calls
+            )
+        out.append(entry)
+    return out
 
 
 def _kineto_kind(event: Any) -> str | None:
@@ -329,9 +370,13 @@ def profile_calls(fn: Callable, pool: ShiftingPool, warmup: int, rep: int, devic
     return prof.profiler.kineto_results.events()
 
 
-def _time_cupti(fn: Callable, pool: ShiftingPool, warmup: int, rep: int, device) -> list[float]:
+def _time_cupti(
+    fn: Callable, pool: ShiftingPool, warmup: int, rep: int, device
+) -> tuple[list[float], list[dict[str, Any]]]:
+    """Per-call spans (ms) and the calls' kernel breakdown."""
     events = profile_calls(fn, pool, warmup, rep, device)
-    return iteration_spans(records_from_kineto(events), windows_from_kineto(events, rep))
+    records, windows = records_from_kineto(events), windows_from_kineto(events, rep)
+    return iteration_spans(records, windows), kernel_breakdown(records, windows)
 
 
 def _time_events(fn: Callable, pool: ShiftingPool, warmup: int, rep: int, device) -> list[float]:
@@ -368,13 +413,14 @@ def time_runnable(
         raise ValueError(f"expected warmup >= 0 and iterations >= 1, got {warmup} and {iterations}")
     with torch.cuda.device(device):
         pool = ShiftingPool(inputs, outputs, warmup + iterations)
+        kernels: list[dict[str, Any]] = []
         try:
             if timer == "cupti":
-                times = _time_cupti(fn, pool, warmup, iterations, device)
+                times, kernels = _time_cupti(fn, pool, warmup, iterations, device)
             elif timer == "events":
                 times = _time_events(fn, pool, warmup, iterations, device)
             else:
                 raise ValueError(f"timer: expected 'cupti' or 'events', got {timer!r}")
         finally:
             del pool
-    return TimingStats.from_times(times)
+    return TimingStats.from_times(times, kernels)

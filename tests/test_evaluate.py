@@ -345,6 +345,37 @@ def test_report_merges_shards_keeping_the_last_trace(tmp_path, monkeypatch):
     assert "2/2 workloads passed" in result.stderr and "score" in result.stderr
 
 
+def test_report_kernels_prints_each_workloads_call_anatomy(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "_roofline", lambda: _FakeRoofline)
+    timed = _trace("triton_fused", 0, 0.1)
+    long_name = (
+        "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off"
+    )
+    timed.evaluation.extra["timing"] = {
+        "times_ms": [0.1],
+        "kernels": [
+            {
+                "name": "_two_way_kernel",
+                "kind": "kernel",
+                "start_us": 0.0,
+                "duration_us": 75.5,
+                "gap_us": None,
+            },
+            {"name": long_name, "kind": "kernel", "start_us": 69.4, "duration_us": 43.0, "gap_us": -6.1},
+        ],
+    }
+    path = tmp_path / "t.jsonl"
+    path.write_text(timed.to_json_line() + "\n" + _trace("torch_compile_tf32", 0, 0.2).to_json_line() + "\n")
+    result = CliRunner().invoke(main, ["report", str(path), "--kernels"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.stderr
+    out = result.stderr
+    assert "kernels of a call" in out and "_two_way_kernel" in out and "75.5" in out and "-6.1" in out
+    assert long_name[: report.KERNEL_NAME_CHARS - 1] + "…" in out and long_name not in out
+    assert "torch_compile_tf32: no kernel breakdown" in out  # its trace has none
+    plain = CliRunner().invoke(main, ["report", str(path)], env={"COLUMNS": "200"})
+    assert plain.exit_code == 0 and "kernels of a call" not in plain.stderr
+
+
 # ------------------------------------------------------------------------------------------ GPU end to end
 
 E2E_WORKLOADS = {
@@ -380,6 +411,8 @@ def test_solbench_run_end_to_end(tmp_path):
         assert ev.status == EvaluationStatus.PASSED, ev.log
         assert ev.performance.latency_ms > 0 and ev.performance.reference_latency_ms > 0
         assert len(ev.extra["timing"]["times_ms"]) == 5
+        kernels = ev.extra["timing"]["kernels"]  # the cupti timer's anatomy of a call
+        assert kernels and kernels[0]["start_us"] == 0 and all(k["duration_us"] > 0 for k in kernels)
         if t.solution == "torch_reference":
             assert ev.extra["baseline_ms"] is not None and ev.extra["score"] is not None
 

@@ -42,6 +42,29 @@ def test_integrity_snapshot_catches_a_replaced_function_in_a_module_or_a_dict():
         guards.check_eval_integrity(snap, spaces)
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "iteration_spans",
+        "window_records",
+        "profile_calls",
+        "kernel_breakdown",
+        "_time_cupti",
+        "_flush_buffer",
+    ],
+)
+def test_every_step_of_the_cupti_timer_is_guarded(monkeypatch, name):
+    """Whatever the span and the call's anatomy go through (the timer looks each step up in harness.timing)
+    is in DRIVER_FUNCTIONS: replacing it after the snapshot is caught."""
+    import harness.timing
+
+    spaces = {"timing": harness.timing}
+    snap = guards.snapshot_driver(spaces, guards.DRIVER_FUNCTIONS)
+    monkeypatch.setattr(harness.timing, name, lambda *a, **k: None)
+    with pytest.raises(guards.RewardHackDetected, match=repr(name)):
+        guards.check_eval_integrity(snap, spaces)
+
+
 def test_elapsed_time_patch_is_caught(monkeypatch):
     guards.check_monkey_patch()
     monkeypatch.setattr(torch.cuda.Event, "elapsed_time", lambda self, end: 0.0)

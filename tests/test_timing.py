@@ -15,6 +15,7 @@ from harness.timing import (
     TimingError,
     TimingStats,
     iteration_spans,
+    kernel_breakdown,
     records_from_kineto,
     storage_span,
     time_runnable,
@@ -217,6 +218,57 @@ def test_real_profiler_marks_give_ordered_windows():
     assert records_from_kineto(events) == []  # no CUDA activity on the CPU
 
 
+def test_kernel_breakdown_gives_each_record_its_median_start_duration_and_gap():
+    # three calls of two kernels each, us-sized; in call 0 the second kernel starts before the first ends (a
+    # programmatic dependent launch), in call 2 right at its end
+    records = [
+        _launch(1, 100),
+        _kernel(1, 10_000, 20_000, "persistent"),
+        _launch(2, 110),
+        _kernel(2, 18_000, 30_000, "phase7"),
+        _launch(3, 1000),
+        _kernel(3, 50_000, 62_000, "persistent"),
+        _launch(4, 1010),
+        _kernel(4, 65_000, 71_000, "phase7"),
+        _launch(5, 2000),
+        _kernel(5, 90_000, 101_000, "persistent"),
+        _launch(6, 2010),
+        _kernel(6, 101_000, 111_000, "phase7"),
+    ]
+    windows = [(90, 200), (990, 1100), (1990, 2100)]
+    first, second = kernel_breakdown(records, windows)
+    assert first == {
+        "name": "persistent",
+        "kind": "kernel",
+        "start_us": 0.0,
+        "duration_us": 11.0,
+        "gap_us": None,
+    }
+    assert second["name"] == "phase7" and second["kind"] == "kernel"
+    assert second["start_us"] == pytest.approx(11.0)  # median of 8, 15, 11
+    assert second["duration_us"] == pytest.approx(10.0)  # median of 12, 6, 10
+    assert second["gap_us"] == pytest.approx(0.0)  # median of -2, 3, 0
+    # the span is still the first start to the last end, overlap or not
+    assert iteration_spans(records, windows) == pytest.approx([0.020, 0.021, 0.021])
+
+
+def test_kernel_breakdown_is_empty_where_the_calls_differ_in_order_or_launch_nothing():
+    records = [
+        _launch(1, 100),
+        _kernel(1, 100, 200, "a"),
+        _launch(2, 110),
+        _kernel(2, 250, 300, "b"),
+        _launch(3, 1000),
+        _kernel(3, 1100, 1200, "b"),  # the same set, the other order
+        _launch(4, 1010),
+        _kernel(4, 1250, 1300, "a"),
+    ]
+    assert kernel_breakdown(records, [(90, 200), (990, 1100)]) == []
+    assert len(kernel_breakdown(records, [(90, 200)])) == 2
+    assert kernel_breakdown(records, [(5000, 6000)]) == []  # nothing launched
+    assert kernel_breakdown(records, []) == []
+
+
 # ------------------------------------------------------------------------------------------ statistics
 
 
@@ -230,8 +282,11 @@ def test_stats_keep_full_precision_and_use_the_official_median():
     assert s.std_ms == pytest.approx(statistics.pstdev(times))
     assert s.times_ms == tuple(times)  # call order, unrounded
     assert s.to_dict()["times_ms"] == times
+    assert s.kernels == () and s.to_dict()["kernels"] == []
     with pytest.raises(TimingError):
         TimingStats.from_times([])
+    anatomy = [{"name": "k", "kind": "kernel", "start_us": 0.0, "duration_us": 5.0, "gap_us": None}]
+    assert TimingStats.from_times(times, anatomy).to_dict()["kernels"] == anatomy
 
 
 # ------------------------------------------------------------------------------------------ GPU
