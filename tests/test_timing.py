@@ -218,24 +218,26 @@ def test_real_profiler_marks_give_ordered_windows():
     assert records_from_kineto(events) == []  # no CUDA activity on the CPU
 
 
+def _calls(*calls: list[tuple[int, int, str]]) -> list[ProfRecord]:
+    """Call i (its CPU window: (1000 i + 90, 1000 i + 200)) launches kernel j at 1000 i + 100 + 10 j, and
+    that kernel runs [start, end) on the GPU."""
+    records, corr = [], 0
+    for i, kernels in enumerate(calls):
+        for j, (start, end, name) in enumerate(kernels):
+            corr += 1
+            records += [_launch(corr, 1000 * i + 100 + 10 * j), _kernel(corr, start, end, name)]
+    return records
+
+
 def test_kernel_breakdown_gives_each_record_its_median_start_duration_and_gap():
     # three calls of two kernels each, us-sized; in call 0 the second kernel starts before the first ends (a
     # programmatic dependent launch), in call 2 right at its end
-    records = [
-        _launch(1, 100),
-        _kernel(1, 10_000, 20_000, "persistent"),
-        _launch(2, 110),
-        _kernel(2, 18_000, 30_000, "phase7"),
-        _launch(3, 1000),
-        _kernel(3, 50_000, 62_000, "persistent"),
-        _launch(4, 1010),
-        _kernel(4, 65_000, 71_000, "phase7"),
-        _launch(5, 2000),
-        _kernel(5, 90_000, 101_000, "persistent"),
-        _launch(6, 2010),
-        _kernel(6, 101_000, 111_000, "phase7"),
-    ]
-    windows = [(90, 200), (990, 1100), (1990, 2100)]
+    records = _calls(
+        [(10_000, 20_000, "persistent"), (18_000, 30_000, "phase7")],
+        [(50_000, 62_000, "persistent"), (65_000, 71_000, "phase7")],
+        [(90_000, 101_000, "persistent"), (101_000, 111_000, "phase7")],
+    )
+    windows = [(90, 200), (1090, 1200), (2090, 2200)]
     first, second = kernel_breakdown(records, windows)
     assert first == {
         "name": "persistent",
@@ -253,17 +255,8 @@ def test_kernel_breakdown_gives_each_record_its_median_start_duration_and_gap():
 
 
 def test_kernel_breakdown_is_empty_where_the_calls_differ_in_order_or_launch_nothing():
-    records = [
-        _launch(1, 100),
-        _kernel(1, 100, 200, "a"),
-        _launch(2, 110),
-        _kernel(2, 250, 300, "b"),
-        _launch(3, 1000),
-        _kernel(3, 1100, 1200, "b"),  # the same set, the other order
-        _launch(4, 1010),
-        _kernel(4, 1250, 1300, "a"),
-    ]
-    assert kernel_breakdown(records, [(90, 200), (990, 1100)]) == []
+    records = _calls([(100, 200, "a"), (250, 300, "b")], [(1100, 1200, "b"), (1250, 1300, "a")])  # same set
+    assert kernel_breakdown(records, [(90, 200), (1090, 1200)]) == []
     assert len(kernel_breakdown(records, [(90, 200)])) == 2
     assert kernel_breakdown(records, [(5000, 6000)]) == []  # nothing launched
     assert kernel_breakdown(records, []) == []
