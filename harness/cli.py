@@ -518,6 +518,15 @@ def workloads_verify(task_names_given) -> None:
 )
 @_inputs_option
 @_kernels_option
+@click.option(
+    "--repeat",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="Runs: each evaluates every solution once (so solutions alternate on the same GPU); traces carry "
+    "extra.repeat, and a table gives each run's geomean, their median and spread. `report` keeps the "
+    "last run's trace per workload.",
+)
 def run_cmd(
     task_names,
     solutions,
@@ -534,6 +543,7 @@ def run_cmd(
     timeout_s,
     input_kind,
     kernels,
+    repeat,
 ) -> None:
     """Evaluate solutions the official way (one subprocess each, CUPTI timing) and score them.
 
@@ -561,6 +571,7 @@ def run_cmd(
         as_json=as_json,
         output=output,
         kernels=kernels,
+        repeat=repeat,
     )
     sys.exit(EXIT_OK if passed else EXIT_FAILED)
 

@@ -10,6 +10,7 @@ sol_ms, pct_sol (100 * T_SOL / T), baseline_ms, score, gpu, sol_convention.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -288,6 +289,37 @@ def print_kernels(console: Console, task_name: str, solution: str, traces: Seque
         console.print(f"{task_name} · {solution}: no kernel breakdown in these traces (cupti timer only)")
 
 
+def repeat_geomeans(runs: Sequence[Sequence[Trace]]) -> dict[tuple[str, str], list[float | None]]:
+    """--repeat: per (task, solution), each run's geomean latency (ms) over its workloads (None for a run
+    where some workload has no latency: failed, or not timed)."""
+    out: dict[tuple[str, str], list[float | None]] = {}
+    for r, traces in enumerate(runs):
+        for key, items in group(traces).items():
+            lats = [latency_ms(t) for t in items]
+            row = out.setdefault(key, [None] * len(runs))
+            row[r] = _geomean(lats) if lats and None not in lats else None
+    return out
+
+
+def print_repeats(console: Console, runs: Sequence[Sequence[Trace]]) -> None:
+    """The runs of --repeat side by side: each run's geomean latency, their median and spread."""
+    table = Table(title=f"{len(runs)} runs · geomean latency ms per run", title_justify="left")
+    for col in ("task", "solution", *(f"run {r + 1}" for r in range(len(runs))), "median", "spread %"):
+        table.add_column(col, justify="left" if col in ("task", "solution") else "right")
+    for (task_name, solution), values in repeat_geomeans(runs).items():
+        timed = sorted(v for v in values if v is not None)
+        median = statistics.median(timed) if len(timed) == len(values) else None
+        spread = 100.0 * (timed[-1] - timed[0]) / median if median else None
+        table.add_row(
+            task_name[:3],
+            solution,
+            *(_fmt(v, ".4f") for v in values),
+            _fmt(median, ".4f"),
+            _fmt(spread, ".1f"),
+        )
+    console.print(table)
+
+
 def print_report(console: Console, traces: Sequence[Trace], *, kernels: bool = False) -> bool:
     """Every (task, solution) table (and with `kernels` its calls' anatomy); True when every trace PASSED."""
     for (task_name, solution), items in group(traces).items():
@@ -390,8 +422,11 @@ def run_and_print(
     as_json: bool = False,
     output: Any = None,
     kernels: bool = False,
+    repeat: int = 1,
 ) -> bool:
-    """`solbench run`: each solution x task in its own process (CUDA) or the CPU smoke check; True if all passed."""
+    """`solbench run`: each solution x task in its own process (CUDA) or the CPU smoke check; True if all passed.
+    `repeat` > 1: that many runs, each evaluating every solution once (so solutions alternate), each run's
+    traces tagged extra.repeat and scored against the baseline of the same run; then the runs' geomeans."""
     import os
 
     import torch
@@ -410,20 +445,30 @@ def run_and_print(
     all_passed = True
     with _trace_sink(output, as_json) as write:
         for plan in plans:
-            traces: list[Trace] = []
-            with make_progress(console) as progress:
-                for solution in plan.solutions:
-                    label = f"{plan.task.name[:3]} · {solution_name_of(solution)}"
-                    advance = progress_callback(progress, label, len(plan.workloads))
-                    if cuda:
-                        traces += evaluate_isolated(
-                            plan.task, solution, plan.workloads, options, on_trace=advance
-                        )
-                    else:
-                        traces += _smoke_traces(plan, solution, advance)
-            annotate(traces, gpu, convention)
-            write(traces)
-            all_passed &= print_report(console, traces, kernels=kernels)
+            runs: list[list[Trace]] = []
+            for r in range(repeat):
+                if repeat > 1:
+                    console.print(f"{plan.task.name[:3]}: run {r + 1} of {repeat}", highlight=False)
+                traces: list[Trace] = []
+                with make_progress(console) as progress:
+                    for solution in plan.solutions:
+                        label = f"{plan.task.name[:3]} · {solution_name_of(solution)}"
+                        advance = progress_callback(progress, label, len(plan.workloads))
+                        if cuda:
+                            traces += evaluate_isolated(
+                                plan.task, solution, plan.workloads, options, on_trace=advance
+                            )
+                        else:
+                            traces += _smoke_traces(plan, solution, advance)
+                if repeat > 1:
+                    for t in traces:
+                        t.evaluation.extra = {**(t.evaluation.extra or {}), "repeat": r}
+                annotate(traces, gpu, convention)
+                write(traces)
+                all_passed &= print_report(console, traces, kernels=kernels)
+                runs.append(traces)
+            if repeat > 1:
+                print_repeats(console, runs)
     return all_passed
 
 

@@ -232,6 +232,44 @@ def test_run_without_cuda_falls_back_to_the_smoke_check(tmp_path, tiny_tasks):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU fallback")
+def test_run_repeat_evaluates_every_solution_once_per_run(tmp_path, tiny_tasks):
+    good, zeros = _solution(tmp_path, "good", GOOD), _solution(tmp_path, "zeros", ZEROS)
+    out = tmp_path / "traces.jsonl"
+    args = ["run", "900", "--solution", str(good), "--solution", str(zeros), "--repeat", "3", "-o", str(out)]
+    result = CliRunner().invoke(main, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 1  # zeros fails, in every round
+    assert [line for line in result.stderr.splitlines() if line.startswith("900: run ")] == [
+        f"900: run {r} of 3" for r in (1, 2, 3)
+    ]
+    assert "3 runs · geomean" in result.stderr  # the runs' table
+    traces = load_traces_jsonl(out)  # every run's traces, solutions alternating
+    assert [(t.solution, t.evaluation.extra["repeat"]) for t in traces] == [
+        (name, r) for r in range(3) for name in ("good", "good", "zeros", "zeros")
+    ]
+    merged = CliRunner().invoke(main, ["report", str(out)])  # the last run per workload
+    assert "2/2 workloads passed" in merged.stderr and "0/2 workloads passed" in merged.stderr
+
+
+def test_repeat_geomeans_per_run_and_solution():
+    rounds = [
+        [
+            _trace("triton_fused", 0, 0.1),
+            _trace("triton_fused", 1, 0.4),
+            _trace("torch_compile_tf32", 0, 0.5),
+        ],
+        [
+            _trace("triton_fused", 0, 0.2),
+            _trace("triton_fused", 1, None),
+            _trace("torch_compile_tf32", 0, 0.6),
+        ],
+    ]
+    name = rounds[0][0].definition
+    got = report.repeat_geomeans(rounds)
+    assert got[(name, "triton_fused")] == [pytest.approx(0.2), None]  # run 2 has a failed workload
+    assert got[(name, "torch_compile_tf32")] == [pytest.approx(0.5), pytest.approx(0.6)]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU fallback")
 def test_run_exit_codes(tmp_path, tiny_tasks):
     zeros = _solution(tmp_path, "zeros", ZEROS)
     result = CliRunner().invoke(main, ["run", "900", "--solution", str(zeros)])
