@@ -77,6 +77,8 @@ S3 = dataclasses.replace(
 )
 S4 = dataclasses.replace(S3, qstages=4, stages1=3, ncb=2, cstages=4, nd=8)
 S5 = dataclasses.replace(S4, reload_k=2, prefetch_dist=0)
+# session 15: the phase-7 launch started early on every workload (the base of rounds 34 and 35's variants)
+_E7 = dataclasses.replace(BASE, p7_early=True, p7_early_long4=True)
 VARIANTS: dict[str, Config] = {
     "base": BASE,
     "v3": dataclasses.replace(BASE, v_terms=3),  # 3xTF32 i2t values (+64 KB shared memory)
@@ -323,15 +325,15 @@ VARIANTS: dict[str, Config] = {
     # round 34 (session 15, on BASE, p7_early off): the phase-7 launch started early (programmatic dependent
     # launch triggered at the persistent kernel's start, no final barrier there), with 0 / 32 / 64 tokens
     # L2-prefetched before the wait (on every workload: p7_early_long4); e7p32 was the default for a while
-    "e7": dataclasses.replace(BASE, p7_early=True, p7_prefetch=0, p7_early_long4=True),
-    "e7p32": dataclasses.replace(BASE, p7_early=True, p7_prefetch=32, p7_early_long4=True),
-    "e7p64": dataclasses.replace(BASE, p7_early=True, p7_prefetch=64, p7_early_long4=True),
+    "e7": dataclasses.replace(_E7, p7_prefetch=0),
+    "e7p32": dataclasses.replace(_E7, p7_prefetch=32),
+    "e7p64": dataclasses.replace(_E7, p7_prefetch=64),
     "p7off": dataclasses.replace(BASE, p7_early=False, p7_prefetch=0),
     # round 35 (session 15, against e7p32 as base): the phase's three vectors prefetched too (e7w): slower; not
     # early where the launch is p7_launch_long4 (p7off there): faster, hence e7rule (p7_early_long4 False). The
     # official runs of e7rule were bimodal from run to run (NOTES.md), so p7_early stays off
-    "e7w": dataclasses.replace(BASE, p7_early=True, p7_prefetch=32, p7_prefetch_ln=True, p7_early_long4=True),
-    "e7rule": dataclasses.replace(BASE, p7_early=True, p7_prefetch=32, p7_early_long4=False),
+    "e7w": dataclasses.replace(_E7, p7_prefetch=32, p7_prefetch_ln=True),
+    "e7rule": dataclasses.replace(_E7, p7_prefetch=32, p7_early_long4=False),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
