@@ -199,19 +199,24 @@ def _prefetch_tokens(k_ptr, kp_ptr, item, S, first, lo, hi, NT: tl.constexpr, C:
 
 
 @triton.jit
+def _ph7_tiles(part, ch, live, S, CH, BS: tl.constexpr, PARTS: tl.constexpr):
+    """Phase 7, part `part` (of PARTS) of an item's key chunk `ch`: the chunk's tokens [s0, s1) (a dry run:
+    one token) and the part's tiles [t_lo, t_end) of BS tokens."""
+    s0 = ch * CH
+    s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)
+    n_all = tl.cdiv(s1 - s0, BS)
+    per = tl.cdiv(n_all, PARTS)
+    return s0, s1, part * per, tl.minimum(n_all, (part + 1) * per)
+
+
+@triton.jit
 def _ph7_prefetch(
     w, k_ptr, kp_ptr, S, n_ch, CH, NT: tl.constexpr, C: tl.constexpr, BS: tl.constexpr, PARTS: tl.constexpr
 ):  # fmt: skip
-    """The last NT tokens of phase-7 work item w's tile range (the tiles it takes first), as _ph7_i2t_pass
-    divides the chunks into parts and tiles."""
-    part = w % PARTS
+    """The last NT tokens of phase-7 work item w's tile range (the tiles it takes first)."""
     item = (w // PARTS) // n_ch
-    s0 = ((w // PARTS) % n_ch) * CH
-    s1 = tl.minimum(s0 + CH, S)
-    n_all = tl.cdiv(s1 - s0, BS)
-    per = tl.cdiv(n_all, PARTS)
-    t_end = tl.minimum(n_all, (part + 1) * per)
-    lo = tl.minimum(s0 + part * per * BS, s1 - 1)  # (a part without tiles: its chunk's last token)
+    s0, s1, t_lo, t_end = _ph7_tiles(w % PARTS, (w // PARTS) % n_ch, True, S, CH, BS, PARTS)
+    lo = tl.minimum(s0 + t_lo * BS, s1 - 1)  # (a part without tiles: its chunk's last token)
     _prefetch_tokens(k_ptr, kp_ptr, item, S, s0 + t_end * BS - NT, lo, s1, NT, C)
 
 
@@ -916,13 +921,12 @@ def _ph7_i2t_pass(
 ):  # fmt: skip
     """Work item w: part w % PARTS of the tiles of chunk w // PARTS (PARTS > 1: phase 7 in its own launch);
     STAGES > 1: the tile loads of the next tiles in flight (cp.async) during this tile's maths."""
-    part = w % PARTS
-    w = w // PARTS
     M8: tl.constexpr = 8 * TPK
     NH: tl.constexpr = (M8 + 63) // 64  # 64-row halves of the [8 heads x TPK] rows (2 when T > 8)
     RB: tl.constexpr = M8 // NH  # rows per half: 64, or 32 (TPK 4)
-    item = w // n_ch
-    ch = w % n_ch
+    part = w % PARTS
+    item = (w // PARTS) // n_ch
+    ch = (w // PARTS) % n_ch
     c = tl.arange(0, C)
     j0 = tl.arange(0, RB)
     jv0 = ((j0 % TPK) < T) & live
@@ -931,12 +935,8 @@ def _ph7_i2t_pass(
     bo_c = tl.load(bo + c, mask=live, other=0.0)
     lw = tl.load(ln4w + c, mask=live, other=0.0)
     lb = tl.load(ln4b + c, mask=live, other=0.0)
-    s0 = ch * CH
-    s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)  # a dry run does one tile
-    n_all = tl.cdiv(s1 - s0, BS)
-    per = tl.cdiv(n_all, PARTS)
-    t_end = tl.minimum(n_all, (part + 1) * per)  # this part's tiles: [part * per, t_end)
-    n_t = tl.maximum(t_end - part * per, 0)
+    s0, s1, t_lo, t_end = _ph7_tiles(part, ch, live, S, CH, BS, PARTS)  # this part's tiles: [t_lo, t_end)
+    n_t = tl.maximum(t_end - t_lo, 0)
     for it in tl.range(0, n_t, num_stages=STAGES):
         st = s0 + (t_end - 1 - it) * BS  # last tiles first: those phase 3 read most recently (L2)
         if PF_DIST > 0:
