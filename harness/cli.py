@@ -588,7 +588,13 @@ def run_cmd(
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the merged traces to this file.")
 @click.option("--json", "as_json", is_flag=True, help="The merged traces on stdout.")
 @_kernels_option
-def report_cmd(trace_files, sol_convention, gpu, output, as_json, kernels) -> None:
+@click.option(
+    "--runs",
+    is_flag=True,
+    help="Also the --repeat runs in the files side by side: each run's geomean, and per workload each "
+    "solution's median latency over the runs, its spread and its change against the first solution.",
+)
+def report_cmd(trace_files, sol_convention, gpu, output, as_json, kernels, runs) -> None:
     """Merge trace files (e.g. --shard runs; the last trace per task, solution and workload wins) and
     print the tables again. Exit 0 only when every workload passed."""
     from harness.report import report_command
@@ -601,6 +607,7 @@ def report_cmd(trace_files, sol_convention, gpu, output, as_json, kernels) -> No
         as_json=as_json,
         output=output,
         kernels=kernels,
+        runs=runs,
     )
     sys.exit(EXIT_OK if passed else EXIT_FAILED)
 

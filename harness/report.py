@@ -320,6 +320,81 @@ def print_repeats(console: Console, runs: Sequence[Sequence[Trace]]) -> None:
     console.print(table)
 
 
+def split_runs(traces: Sequence[Trace]) -> list[list[Trace]]:
+    """Traces of a --repeat file back into its runs, by extra.repeat (a trace without the tag: run 0)."""
+    runs: dict[int, list[Trace]] = {}
+    for t in traces:
+        runs.setdefault(int((t.evaluation.extra or {}).get("repeat", 0)), []).append(t)
+    return [runs[r] for r in sorted(runs)]
+
+
+def run_latencies(runs: Sequence[Sequence[Trace]]) -> dict[str, dict[str, dict[str, list[float | None]]]]:
+    """Per task, per solution (in order of first appearance: the --solution order), per workload (in the
+    task's order): the latency (ms) in each run, None where that run has none (failed, not timed, absent)."""
+    out: dict[str, dict[str, dict[str, list[float | None]]]] = {}
+    for r, traces in enumerate(runs):
+        for t in traces:
+            row = out.setdefault(t.definition, {}).setdefault(t.solution, {})
+            row.setdefault(t.workload.uuid, [None] * len(runs))[r] = latency_ms(t)
+    for task_name, by_solution in out.items():
+        task = _task(task_name)
+        order = {w.uuid: i for i, w in enumerate(task.workloads)} if task is not None else {}
+        for solution, rows in by_solution.items():
+            by_solution[solution] = dict(sorted(rows.items(), key=lambda kv: order.get(kv[0], len(order))))
+    return out
+
+
+def _median_of_runs(values: Sequence[float | None]) -> float | None:
+    return statistics.median(values) if values and None not in values else None
+
+
+def _compare_cells(value: float | None, spread: float | None, base: float | None, change: bool) -> list[str]:
+    """A solution's cells of the comparison: median and spread in us, and (`change`) % against `base`."""
+    row = [_fmt(value * 1e3 if value is not None else None, ".1f"), _fmt(spread, ".1f")]
+    if change:
+        row.append(_fmt(100.0 * (value / base - 1.0) if value is not None and base else None, "+.1f"))
+    return row
+
+
+def print_compare(console: Console, runs: Sequence[Sequence[Trace]]) -> None:
+    """Per task, every workload's latency for each solution over the runs (us): the median, the spread
+    (max - min) and, after the first solution, the median's change against the first's; then the geomean
+    of the medians (over the workloads every solution has in every run)."""
+    for task_name, by_solution in run_latencies(runs).items():
+        solutions = list(by_solution)
+        first = solutions[0]
+        uuids = list(dict.fromkeys(u for rows in by_solution.values() for u in rows))
+        medians = {s: {u: _median_of_runs(by_solution[s].get(u, [])) for u in uuids} for s in solutions}
+        table = Table(
+            title=f"{task_name} · latency over {len(runs)} run{'s' if len(runs) > 1 else ''} (us): median, "
+            f"spread (max - min), change against {first}",
+            title_justify="left",
+        )
+        table.add_column("workload", justify="left")
+        for s in solutions:
+            table.add_column(s, justify="right")
+            table.add_column("±", justify="right")
+            if s != first:
+                table.add_column("vs 1st %", justify="right")
+
+        for u in uuids:
+            row = [u[:8]]
+            for s in solutions:
+                values = by_solution[s].get(u, [])
+                timed = [v for v in values if v is not None]
+                spread = 1e3 * (max(timed) - min(timed)) if timed and len(timed) == len(values) else None
+                row += _compare_cells(medians[s][u], spread, medians[first][u], s != first)
+            table.add_row(*row, end_section=u == uuids[-1])
+        common = [u for u in uuids if all(medians[s][u] is not None for s in solutions)]
+        row = [f"geomean ({len(common)})"]
+        for s in solutions:
+            g = _geomean([medians[s][u] for u in common]) if common else None
+            g1 = _geomean([medians[first][u] for u in common]) if common else None
+            row += _compare_cells(g, None, g1, s != first)
+        table.add_row(*row)
+        console.print(table)
+
+
 def print_report(console: Console, traces: Sequence[Trace], *, kernels: bool = False) -> bool:
     """Every (task, solution) table (and with `kernels` its calls' anatomy); True when every trace PASSED."""
     for (task_name, solution), items in group(traces).items():
@@ -469,6 +544,7 @@ def run_and_print(
                 runs.append(traces)
             if repeat > 1:
                 print_repeats(console, runs)
+                print_compare(console, runs)
     return all_passed
 
 
@@ -481,14 +557,22 @@ def report_command(
     as_json: bool = False,
     output: Any = None,
     kernels: bool = False,
+    runs: bool = False,
 ) -> bool:
-    """`solbench report`: merge trace files (shards; the last trace per task/solution/workload wins)."""
+    """`solbench report`: merge trace files (shards; the last trace per task/solution/workload wins).
+    `runs`: also the files' --repeat runs (extra.repeat) side by side, as `run --repeat` ends."""
     from pathlib import Path
 
     from harness.schema import load_traces_jsonl
 
-    traces = merge(load_traces_jsonl(Path(p)) for p in paths)
+    loaded = [t for p in paths for t in load_traces_jsonl(Path(p))]
+    traces = merge([loaded])
     annotate(traces, gpu, convention)
     with _trace_sink(output, as_json) as write:
         write(traces)
-    return print_report(console, traces, kernels=kernels)
+    passed = print_report(console, traces, kernels=kernels)
+    if runs:
+        by_run = split_runs(loaded)
+        print_repeats(console, by_run)
+        print_compare(console, by_run)
+    return passed

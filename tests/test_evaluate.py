@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
+from rich.console import Console
 
 import harness.tasks
 from harness import report
@@ -248,6 +249,10 @@ def test_run_repeat_evaluates_every_solution_once_per_run(tmp_path, tiny_tasks):
     ]
     merged = CliRunner().invoke(main, ["report", str(out)])  # the last run per workload
     assert "2/2 workloads passed" in merged.stderr and "0/2 workloads passed" in merged.stderr
+    assert "latency over 3 runs" in result.stderr and "latency over" not in merged.stderr
+    by_run = CliRunner().invoke(main, ["report", str(out), "--runs"], env={"COLUMNS": "200"})
+    assert by_run.exit_code == 1  # zeros still failed
+    assert "3 runs · geomean" in by_run.stderr and "latency over 3 runs" in by_run.stderr
 
 
 def test_repeat_geomeans_per_run_and_solution():
@@ -267,6 +272,55 @@ def test_repeat_geomeans_per_run_and_solution():
     got = report.repeat_geomeans(rounds)
     assert got[(name, "triton_fused")] == [pytest.approx(0.2), None]  # run 2 has a failed workload
     assert got[(name, "torch_compile_tf32")] == [pytest.approx(0.5), pytest.approx(0.6)]
+
+
+def _tagged(trace: Trace, run: int) -> Trace:
+    trace.evaluation.extra["repeat"] = run
+    return trace
+
+
+def test_split_runs_and_run_latencies_keep_runs_solutions_and_workloads_in_order():
+    traces = [
+        _tagged(_trace("b", 1, 0.4), 0),
+        _tagged(_trace("b", 0, 0.1), 0),
+        _tagged(_trace("a", 0, 0.3), 0),
+        _tagged(_trace("b", 0, 0.2), 1),
+        _tagged(_trace("a", 0, None), 1),
+        _trace("c", 0, 0.5),  # no tag: run 0
+    ]
+    runs = report.split_runs(traces)
+    assert [[(t.solution, t.evaluation.extra.get("repeat", 0)) for t in r] for r in runs] == [
+        [("b", 0), ("b", 0), ("a", 0), ("c", 0)],
+        [("b", 1), ("a", 1)],
+    ]
+    task = load_task("074")
+    got = report.run_latencies(runs)[task.name]
+    assert list(got) == ["b", "a", "c"]  # first appearance: the --solution order
+    uuids = [w.uuid for w in task.workloads]
+    assert list(got["b"]) == [uuids[0], uuids[1]]  # the task's order, not the file's
+    assert got["b"][uuids[0]] == [0.1, 0.2] and got["b"][uuids[1]] == [0.4, None]
+    assert got["a"][uuids[0]] == [0.3, None] and got["c"][uuids[0]] == [0.5, None]
+
+
+def test_print_compare_gives_medians_spreads_and_changes_against_the_first_solution():
+    runs = [
+        [_trace("new", 0, 0.010), _trace("new", 1, 0.020), _trace("old", 0, 0.012), _trace("old", 1, 0.025)],
+        [_trace("new", 0, 0.011), _trace("new", 1, 0.022), _trace("old", 0, 0.013), _trace("old", 1, None)],
+        [_trace("new", 0, 0.012), _trace("new", 1, 0.021), _trace("old", 0, 0.014), _trace("old", 1, 0.024)],
+    ]
+    console = Console(record=True, width=200)
+    report.print_compare(console, runs)
+    lines = console.export_text().splitlines()
+    title = " ".join(" ".join(lines[:3]).split())  # the title wraps at the table's width
+    assert "latency over 3 runs (us)" in title and "change against new" in title
+    uuids = [w.uuid[:8] for w in load_task("074").workloads]
+    row0 = next(line for line in lines if uuids[0] in line).replace("│", " ").split()
+    # new: median 11.0 us, spread 2.0; old: median 13.0, spread 2.0, +18.2 % against new
+    assert row0 == [uuids[0], "11.0", "2.0", "13.0", "2.0", "+18.2"]
+    row1 = next(line for line in lines if uuids[1] in line).replace("│", " ").split()
+    assert row1 == [uuids[1], "21.0", "2.0", "-", "-", "-"]  # old failed in run 2: no median
+    geo = next(line for line in lines if "geomean" in line).replace("│", " ").split()
+    assert geo == ["geomean", "(1)", "11.0", "-", "13.0", "-", "+18.2"]  # over the workloads both have
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU fallback")
