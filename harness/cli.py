@@ -612,6 +612,21 @@ def report_cmd(trace_files, sol_convention, gpu, output, as_json, kernels, runs)
     sys.exit(EXIT_OK if passed else EXIT_FAILED)
 
 
+@main.command(name="compare")
+@click.argument("trace_files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--solution", "solutions", multiple=True, help="Only this solution's traces (repeatable; default: all)."
+)
+def compare_cmd(trace_files, solutions) -> None:
+    """Trace files side by side (e.g. a new run against a solution's traces_h200.jsonl): per workload each
+    file's latency (the median over a --repeat file's runs), its spread and its change against the first
+    file, then the geomeans. Exit 0 only when every trace shown passed."""
+    from harness.report import compare_command
+
+    passed = compare_command(console, trace_files, solutions)
+    sys.exit(EXIT_OK if passed else EXIT_FAILED)
+
+
 @main.command(name="build")
 @click.argument("solution_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option(

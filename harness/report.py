@@ -330,12 +330,13 @@ def split_runs(traces: Sequence[Trace]) -> list[list[Trace]]:
 
 def run_latencies(runs: Sequence[Sequence[Trace]]) -> dict[str, dict[str, dict[str, list[float | None]]]]:
     """Per task, per solution (in order of first appearance: the --solution order), per workload (in the
-    task's order): the latency (ms) in each run, None where that run has none (failed, not timed, absent)."""
+    task's order): the latency (ms) in each run that has the workload, None where it failed or was not
+    timed."""
     out: dict[str, dict[str, dict[str, list[float | None]]]] = {}
-    for r, traces in enumerate(runs):
+    for traces in runs:
         for t in traces:
             row = out.setdefault(t.definition, {}).setdefault(t.solution, {})
-            row.setdefault(t.workload.uuid, [None] * len(runs))[r] = latency_ms(t)
+            row.setdefault(t.workload.uuid, []).append(latency_ms(t))
     for task_name, by_solution in out.items():
         task = _task(task_name)
         order = {w.uuid: i for i, w in enumerate(task.workloads)} if task is not None else {}
@@ -358,7 +359,7 @@ def _compare_cells(value: float | None, spread: float | None, base: float | None
 
 def print_compare(console: Console, runs: Sequence[Sequence[Trace]]) -> None:
     """Per task, every workload's latency for each solution over the runs (us): the median, the spread
-    (max - min) and, after the first solution, the median's change against the first's; then the geomean
+    (max - min, where there are several) and, after the first solution, the median's change against the first's; then the geomean
     of the medians (over the workloads every solution has in every run)."""
     for task_name, by_solution in run_latencies(runs).items():
         solutions = list(by_solution)
@@ -382,7 +383,9 @@ def print_compare(console: Console, runs: Sequence[Sequence[Trace]]) -> None:
             for s in solutions:
                 values = by_solution[s].get(u, [])
                 timed = [v for v in values if v is not None]
-                spread = 1e3 * (max(timed) - min(timed)) if timed and len(timed) == len(values) else None
+                spread = (
+                    1e3 * (max(timed) - min(timed)) if len(timed) > 1 and len(timed) == len(values) else None
+                )
                 row += _compare_cells(medians[s][u], spread, medians[first][u], s != first)
             table.add_row(*row, end_section=u == uuids[-1])
         common = [u for u in uuids if all(medians[s][u] is not None for s in solutions)]
@@ -393,6 +396,45 @@ def print_compare(console: Console, runs: Sequence[Sequence[Trace]]) -> None:
             row += _compare_cells(g, None, g1, s != first)
         table.add_row(*row)
         console.print(table)
+
+
+def _file_labels(paths: Sequence[Any]) -> list[str]:
+    """A column label per trace file: its stem, or the path as given where two files share a stem."""
+    from pathlib import Path
+
+    stems = [Path(p).stem for p in paths]
+    return [stem if stems.count(stem) == 1 else str(p) for p, stem in zip(paths, stems, strict=True)]
+
+
+def compare_command(console: Console, paths: Sequence[Any], solutions: Sequence[str] = ()) -> bool:
+    """`solbench compare`: trace files side by side, each (file, solution) a column group labelled by the
+    file (and the solution where the file holds several of a task); a file's --repeat runs give each
+    workload's median. Only the `solutions` named, when given. True when every trace shown PASSED."""
+    from pathlib import Path
+
+    from harness.errors import HarnessError
+    from harness.schema import load_traces_jsonl
+
+    runs: list[list[Trace]] = []
+    for path, label in zip(paths, _file_labels(paths), strict=True):
+        traces = [t for t in load_traces_jsonl(Path(path)) if not solutions or t.solution in solutions]
+        if not traces:
+            named = f" of solution {', '.join(solutions)}" if solutions else ""
+            raise HarnessError(f"{path}: no traces{named}")
+        names: dict[str, set[str]] = {}
+        for t in traces:
+            names.setdefault(t.definition, set()).add(t.solution)
+        for r, run in enumerate(split_runs(traces)):
+            if len(runs) <= r:
+                runs.append([])
+            runs[r] += [
+                t.model_copy(
+                    update={"solution": label if len(names[t.definition]) == 1 else f"{label}:{t.solution}"}
+                )
+                for t in run
+            ]
+    print_compare(console, runs)
+    return all(t.evaluation.status == PASSED for run in runs for t in run)
 
 
 def print_report(console: Console, traces: Sequence[Trace], *, kernels: bool = False) -> bool:

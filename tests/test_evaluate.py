@@ -298,8 +298,8 @@ def test_split_runs_and_run_latencies_keep_runs_solutions_and_workloads_in_order
     assert list(got) == ["b", "a", "c"]  # first appearance: the --solution order
     uuids = [w.uuid for w in task.workloads]
     assert list(got["b"]) == [uuids[0], uuids[1]]  # the task's order, not the file's
-    assert got["b"][uuids[0]] == [0.1, 0.2] and got["b"][uuids[1]] == [0.4, None]
-    assert got["a"][uuids[0]] == [0.3, None] and got["c"][uuids[0]] == [0.5, None]
+    assert got["b"][uuids[0]] == [0.1, 0.2] and got["b"][uuids[1]] == [0.4]  # not in run 2: no entry
+    assert got["a"][uuids[0]] == [0.3, None] and got["c"][uuids[0]] == [0.5]  # a failed in run 2: None
 
 
 def test_print_compare_gives_medians_spreads_and_changes_against_the_first_solution():
@@ -321,6 +321,38 @@ def test_print_compare_gives_medians_spreads_and_changes_against_the_first_solut
     assert row1 == [uuids[1], "21.0", "2.0", "-", "-", "-"]  # old failed in run 2: no median
     geo = next(line for line in lines if "geomean" in line).replace("│", " ").split()
     assert geo == ["geomean", "(1)", "11.0", "-", "13.0", "-", "+18.2"]  # over the workloads both have
+
+
+def test_compare_puts_trace_files_side_by_side(tmp_path):
+    old, new, both = tmp_path / "old.jsonl", tmp_path / "new.jsonl", tmp_path / "both.jsonl"
+    old.write_text(
+        "".join(_trace("triton_fused", i, v).to_json_line() + "\n" for i, v in ((0, 0.02), (1, 0.04)))
+    )
+    new.write_text(  # two --repeat runs of triton_fused (medians 18 and 31 us), and the baseline
+        "".join(
+            _tagged(_trace("triton_fused", i, v), r).to_json_line() + "\n"
+            for r, values in enumerate(((0.017, 0.030), (0.019, 0.032)))
+            for i, v in enumerate(values)
+        )
+        + _trace("torch_compile_tf32", 0, 0.5).to_json_line()
+        + "\n"
+    )
+    run = CliRunner().invoke(main, ["compare", str(old), str(new)], env={"COLUMNS": "250"})
+    assert run.exit_code == 0, run.stderr
+    uuids = [w.uuid[:8] for w in load_task("074").workloads]
+    header = next(line for line in run.stderr.splitlines() if "workload" in line).replace("┃", " ").split()
+    assert header == ["workload", "old", "±", "new:triton_fused", "±", "vs", "1st", "%", "new:torch_compile_tf32",
+                      "±", "vs", "1st", "%"]  # fmt: skip
+    row0 = next(line for line in run.stderr.splitlines() if uuids[0] in line).replace("│", " ").split()
+    assert row0 == [uuids[0], "20.0", "-", "18.0", "2.0", "-10.0", "500.0", "-", "+2400.0"]
+    row1 = next(line for line in run.stderr.splitlines() if uuids[1] in line).replace("│", " ").split()
+    assert row1 == [uuids[1], "40.0", "-", "31.0", "2.0", "-22.5", "-", "-", "-"]
+    only = CliRunner().invoke(main, ["compare", str(old), str(new), "--solution", "triton_fused"])
+    assert only.exit_code == 0 and "torch_compile_tf32" not in only.stderr and "new " in only.stderr
+    both.write_text(_trace("triton_fused", 0, None).to_json_line() + "\n")  # a failed trace: exit 1
+    assert CliRunner().invoke(main, ["compare", str(old), str(both)]).exit_code == 1
+    missing = CliRunner().invoke(main, ["compare", str(old), "--solution", "nope"])
+    assert missing.exit_code == 2 and f"{old}: no traces of solution nope" in missing.stderr
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU fallback")
