@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import torch
 from torch._inductor import config as inductor_config
 
-from harness.baselines import _compiled_reference, run_compiled, run_reference
+from harness.baselines import _compiled_reference, _copy_out, run_compiled, run_reference
 from harness.inputs import allocate_outputs, gen_inputs, resolve_axes
 from harness.schema import Workload
 from harness.tasks import load_task
@@ -36,3 +37,20 @@ def test_baselines_on_cpu_inputs_match_the_reference():
         for got, want in zip(outputs, expected, strict=True):
             assert torch.equal(got, want)
     assert threading.active_count() == threads
+
+
+def test_outputs_are_copied_in_one_foreach_call(monkeypatch):
+    calls = []
+    real = torch._foreach_copy_
+    monkeypatch.setattr(torch, "_foreach_copy_", lambda dst, src: (calls.append(len(dst)), real(dst, src)))
+    outputs = [torch.zeros(3), torch.zeros(2, 2, dtype=torch.float64)]
+    _copy_out((torch.arange(3.0), torch.ones(2, 2)), outputs)
+    assert calls == [2]  # one call for every output (a loop of copy_ is a launch and its CPU work per output)
+    assert torch.equal(outputs[0], torch.arange(3.0)) and torch.equal(
+        outputs[1], torch.ones(2, 2, dtype=torch.float64)
+    )
+    scalar = [torch.zeros(())]
+    _copy_out(2.5, scalar)  # a Python scalar result: copied the plain way
+    assert calls == [2] and scalar[0].item() == 2.5
+    with pytest.raises(ValueError, match="1 results for 2 outputs"):
+        _copy_out(torch.ones(3), outputs)
