@@ -24,13 +24,14 @@ def _split(task_name: str, arguments: Sequence[Any]) -> tuple[Sequence[Any], Seq
 
 
 def _copy_out(results: Any, outputs: Sequence[torch.Tensor]) -> None:
-    """The results into the DPS outputs: one `_foreach_copy_` (one launch on the GPU) where every result is a
-    tensor. Copy by copy, each `copy_` is a launch with its CPU work between: on the H200 (session 16, the
-    CUPTI timer) 074's 14 outputs took ~17 us apiece, ~230 us inside the baseline's span of 552 us at #1."""
+    """The results into the DPS outputs: several tensors in one `_foreach_copy_` (one launch on the GPU), a single
+    one by `copy_` (a memcpy). Copy by copy, each `copy_` is a launch with its CPU work between: on the H200
+    (session 16, the CUPTI timer) 074's 14 outputs took ~17 us apiece, ~230 us inside the baseline's span of
+    552 us at #1."""
     results = results if isinstance(results, tuple | list) else (results,)
     if len(results) != len(outputs):
         raise ValueError(f"{len(results)} results for {len(outputs)} outputs")
-    if all(isinstance(src, torch.Tensor) for src in results):
+    if len(results) > 1 and all(isinstance(src, torch.Tensor) for src in results):
         torch._foreach_copy_(list(outputs), list(results))
         return
     for dst, src in zip(outputs, results, strict=True):

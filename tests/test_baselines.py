@@ -49,8 +49,10 @@ def test_outputs_are_copied_in_one_foreach_call(monkeypatch):
     assert torch.equal(outputs[0], torch.arange(3.0)) and torch.equal(
         outputs[1], torch.ones(2, 2, dtype=torch.float64)
     )
+    single = [torch.zeros(4)]
+    _copy_out(torch.ones(4), single)  # one output: copy_ (one launch either way)
     scalar = [torch.zeros(())]
     _copy_out(2.5, scalar)  # a Python scalar result: copied the plain way
-    assert calls == [2] and scalar[0].item() == 2.5
+    assert calls == [2] and torch.equal(single[0], torch.ones(4)) and scalar[0].item() == 2.5
     with pytest.raises(ValueError, match="1 results for 2 outputs"):
         _copy_out(torch.ones(3), outputs)
