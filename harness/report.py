@@ -359,8 +359,8 @@ def _compare_cells(value: float | None, spread: float | None, base: float | None
 
 def print_compare(console: Console, runs: Sequence[Sequence[Trace]]) -> None:
     """Per task, every workload's latency for each solution over the runs (us): the median, the spread
-    (max - min, where there are several) and, after the first solution, the median's change against the first's; then the geomean
-    of the medians (over the workloads every solution has in every run)."""
+    (max - min, where there are several) and, after the first solution, the median's change against the
+    first's; then the geomean of the medians (over the workloads that every solution has a median for)."""
     for task_name, by_solution in run_latencies(runs).items():
         solutions = list(by_solution)
         first = solutions[0]
@@ -377,7 +377,6 @@ def print_compare(console: Console, runs: Sequence[Sequence[Trace]]) -> None:
             table.add_column("±", justify="right")
             if s != first:
                 table.add_column("vs 1st %", justify="right")
-
         for u in uuids:
             row = [u[:8]]
             for s in solutions:
