@@ -371,6 +371,19 @@ def test_window_attention_bias_modes(cfg, shape):
     assert err < bound, f"max |err| {err:.2e}"
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
+@pytest.mark.parametrize(
+    ("batch", "height", "width"),
+    [(1, 9, 1500), (1, 1500, 9), (32, 15, 15), (3, 29, 43), (2, 14, 14)],
+    ids=["wide", "tall", "batch32", "odd", "whole-windows"],
+)
+def test_odd_images_gpu(batch, height, width):
+    # the sizes beyond the official ones: one band of 108 windows (wide), 108 bands of one window
+    # (tall), 32 images of 2 x 2 windows each padded on both sides, odd sizes, and exactly one window
+    _check_block("fp16", batch, height, width)
+
+
 @pytest.mark.parametrize(
     ("batch", "height", "width", "max_tokens"),
     [
