@@ -60,12 +60,67 @@ def _compiled_reference(task_name: str, mode: str) -> Callable:
     return _COMPILED[key]
 
 
+def _signature(inputs: Sequence[Any]) -> tuple:
+    """What a captured graph is specific to: each tensor input's shape, dtype and device, each other value."""
+    return tuple(
+        (tuple(x.shape), x.dtype, x.device) if isinstance(x, torch.Tensor) else ("value", x) for x in inputs
+    )
+
+
+class _GraphedReference:
+    """Mode "graph": torch.compile of the reference (Inductor's kernels, mode "default"), captured into one CUDA
+    graph per input signature with static input buffers. A call copies its inputs in (one `_foreach_copy_`),
+    replays the graph and copies the results out: three GPU steps, with none of cudagraph trees' per-call CPU
+    work between the input copy and the replay (65-190 us on the H200 for 074 and 075, session 16, the GPU idle
+    meanwhile). Only the last signature's graph is kept (the harness runs the workloads one after another)."""
+
+    def __init__(self, task_name: str) -> None:
+        self.task_name = task_name
+        self.key: tuple | None = None
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.static_inputs: list[Any] = []
+        self.static_results: Any = None
+
+    def _capture(self, inputs: Sequence[Any]) -> None:
+        self.graph = self.static_results = None  # the previous signature's graph and pool go first
+        fn = _compiled_reference(self.task_name, "default")
+        self.static_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # compile and warm up off the capture
+            for _ in range(2):
+                fn(*self.static_inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self.static_results = fn(*self.static_inputs)
+        self.graph = graph
+
+    def __call__(self, inputs: Sequence[Any], outputs: Sequence[torch.Tensor]) -> None:
+        key = _signature(inputs)
+        if key != self.key or self.graph is None:
+            self._capture(inputs)
+            self.key = key
+        tensors = [
+            (dst, src) for dst, src in zip(self.static_inputs, inputs, strict=True) if torch.is_tensor(src)
+        ]
+        torch._foreach_copy_([d for d, _ in tensors], [s for _, s in tensors])
+        self.graph.replay()
+        _copy_out(self.static_results, outputs)
+
+
+_GRAPHED: dict[str, _GraphedReference] = {}
+
+
 def run_compiled(task_name: str, mode: str, arguments: Sequence[Any]) -> None:
     """torch.compile of the reference with TF32 matmuls (restored after the call); eager on CPU inputs.
 
     mode "reduce-overhead" uses CUDA graphs (cudagraph trees copy each call's fresh inputs into the graph's
-    static buffers); "default" does not.
+    static buffers); "default" does not; "graph" captures the compiled reference itself (`_GraphedReference`;
+    prepared in session 16, not yet measured on a GPU, so no shipped baseline uses it).
     """
+    if mode not in ("default", "reduce-overhead", "graph"):
+        raise ValueError(f"mode: expected 'default', 'reduce-overhead' or 'graph', got {mode!r}")
     inputs, outputs = _split(task_name, arguments)
     if not outputs[0].is_cuda:
         _copy_out(load_task(task_name).reference(*inputs), outputs)
@@ -73,6 +128,9 @@ def run_compiled(task_name: str, mode: str, arguments: Sequence[Any]) -> None:
     previous = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("high")
     try:
+        if mode == "graph":
+            _GRAPHED.setdefault(task_name, _GraphedReference(task_name))(inputs, outputs)
+            return
         if mode == "reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()  # the previous call's graph outputs are copied out
         _copy_out(_compiled_reference(task_name, mode)(*inputs), outputs)

@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch._inductor import config as inductor_config
 
-from harness.baselines import _compiled_reference, _copy_out, run_compiled, run_reference
+from harness.baselines import _compiled_reference, _copy_out, _signature, run_compiled, run_reference
+from harness.correctness import compute_error_stats
 from harness.inputs import allocate_outputs, gen_inputs, resolve_axes
 from harness.schema import Workload
 from harness.tasks import load_task
@@ -31,7 +32,8 @@ def test_baselines_on_cpu_inputs_match_the_reference():
     axes = resolve_axes(task.definition, workload)
     expected = task.reference(*inputs)
     threads = threading.active_count()
-    for fn in (run_reference, lambda name, args: run_compiled(name, "reduce-overhead", args)):
+    modes = ("reduce-overhead", "graph")  # on CPU inputs every mode runs the reference eagerly
+    for fn in (run_reference, *(lambda name, args, m=m: run_compiled(name, m, args) for m in modes)):
         outputs = allocate_outputs(task.definition, axes, device="cpu")
         fn(task.name, [*inputs, *outputs])
         for got, want in zip(outputs, expected, strict=True):
@@ -56,3 +58,38 @@ def test_outputs_are_copied_in_one_foreach_call(monkeypatch):
     assert calls == [2] and torch.equal(single[0], torch.ones(4)) and scalar[0].item() == 2.5
     with pytest.raises(ValueError, match="1 results for 2 outputs"):
         _copy_out(torch.ones(3), outputs)
+
+
+def test_graph_signature_and_modes():
+    a, b = torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.float64)
+    assert _signature([a, 1.5, True]) == _signature([torch.ones(2, 3), 1.5, True])  # values of tensors: no
+    assert _signature([a, 1.5]) != _signature([b, 1.5])  # dtype
+    assert _signature([a, 1.5]) != _signature([torch.zeros(3, 2), 1.5])  # shape
+    assert _signature([a, True]) != _signature([a, False])  # a scalar input is baked into the graph
+    with pytest.raises(ValueError, match="mode: expected"):
+        run_compiled(load_task("074").name, "max-autotune", [])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_graph_mode_matches_the_reference_on_fresh_inputs_and_new_shapes():
+    # the captured graph must see each call's fresh inputs (copied into its static buffers), and a new
+    # signature must capture a new graph; both checked with the task's own tolerance
+    for name, axes_list in (
+        ("074", [{"batch_size": 1, "point_batch_size": 3}, {"batch_size": 2, "point_batch_size": 5}]),
+        ("075", [{"batch_size": 1, "point_batch_size": 2, "n_query_tokens": 5, "n_key_tokens": 100}]),
+    ):
+        task = load_task(name)
+        for axes in axes_list:
+            workload = Workload(uuid="x", axes=axes, inputs={})
+            for seed in (0, 1):
+                torch.manual_seed(seed)
+                inputs = gen_inputs(task.definition, workload, device="cuda")
+                expected = task.reference(*inputs)
+                outputs = allocate_outputs(
+                    task.definition, resolve_axes(task.definition, workload), device="cuda"
+                )
+                run_compiled(task.name, "graph", [*inputs, *outputs])
+                for got, want in zip(outputs, expected, strict=True):
+                    stats = compute_error_stats(got, want, task.workloads[0].tolerance)
+                    assert stats.passed, stats.report()
