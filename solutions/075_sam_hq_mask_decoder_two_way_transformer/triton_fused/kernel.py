@@ -1389,7 +1389,7 @@ class Config:
     # were bimodal on one machine (#5 113.4 or 121.8 us from run to run, #1 88-94) and level on average with off,
     # which was stable there (102.2, 102.2 against 101.3 to 103.3 us); #5 and #1 alone on another machine were
     # 1-2 us faster every time. Session 16 (`solbench run --repeat --kernels`): slower on two more machines
-    # (103.0 and 101.7 against 101.1 us), the phase-7 programs' own work after the wait 3-8 us longer at T 5..8;
+    # (medians 103.0 and 101.7 against 101.1 and 101.0 us), the phase-7 programs' own work after the wait 3-8 us longer at T 5..8;
     # neither the prefetch nor the 4-warp launch is the cause. Off, and dropped as a direction
     p7_early: bool = False
     p7_prefetch: int = 32
