@@ -1389,8 +1389,8 @@ class Config:
     # were bimodal on one machine (#5 113.4 or 121.8 us from run to run, #1 88-94) and level on average with off,
     # which was stable there (102.2, 102.2 against 101.3 to 103.3 us); #5 and #1 alone on another machine were
     # 1-2 us faster every time. Session 16 (`solbench run --repeat --kernels`): slower on two more machines
-    # (medians 103.0 and 101.7 against 101.1 and 101.0 us), the phase-7 programs' own work after the wait 3-8 us longer at T 5..8;
-    # neither the prefetch nor the 4-warp launch is the cause. Off, and dropped as a direction
+    # (medians 103.0 and 101.7 against 101.1 and 101.0 us), the phase-7 programs' own work after the wait
+    # 3-8 us longer at T 5..8; neither the prefetch nor the 4-warp launch is the cause. Off, and dropped
     p7_early: bool = False
     p7_prefetch: int = 32
     # ... and phase 7's out-projection bias and LayerNorm-4 weight and bias (3 KB) too (session 15, round 35:
