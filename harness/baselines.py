@@ -72,7 +72,10 @@ class _GraphedReference:
     graph per input signature with static input buffers. A call copies its inputs in (one `_foreach_copy_`),
     replays the graph and copies the results out: three GPU steps, with none of cudagraph trees' per-call CPU
     work between the input copy and the replay (65-190 us on the H200 for 074 and 075, session 16, the GPU idle
-    meanwhile). Only the last signature's graph is kept (the harness runs the workloads one after another)."""
+    meanwhile). Only the last signature's graph is kept (the harness runs the workloads one after another).
+    Measured on the H200 (session 17, 16 workloads each): no faster than "reduce-overhead" (074 +4.4 %, 075
+    -3.1 %, within the noise); the GPU still idles 2-206 us before the replay (the graph launch's CPU work), so
+    the shipped baselines keep "reduce-overhead"."""
 
     def __init__(self, task_name: str) -> None:
         self.task_name = task_name
@@ -117,7 +120,7 @@ def run_compiled(task_name: str, mode: str, arguments: Sequence[Any]) -> None:
 
     mode "reduce-overhead" uses CUDA graphs (cudagraph trees copy each call's fresh inputs into the graph's
     static buffers); "default" does not; "graph" captures the compiled reference itself (`_GraphedReference`;
-    prepared in session 16, not yet measured on a GPU, so no shipped baseline uses it).
+    measured in session 17 no faster than "reduce-overhead", so no shipped baseline uses it).
     """
     if mode not in ("default", "reduce-overhead", "graph"):
         raise ValueError(f"mode: expected 'default', 'reduce-overhead' or 'graph', got {mode!r}")
