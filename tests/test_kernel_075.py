@@ -193,26 +193,24 @@ CASES = {
         False,
         dict(mode="multi", grid=40, hb=512, p4_chunks=3, nd_fit=True, p4_gfirst=2),
     ),  # fmt: skip
-    # ... and the global pass over two [32, 16] blocks (35 chunks) as a 3-stage pipeline (p4_gstages)
-    "multi-p4-split-gstages": (
+    # ... and the global pass over two [32, 16] blocks (35 chunks)
+    "multi-p4-split-two-blocks": (
         1,
         1,
         4,
         1100,
         False,
-        dict(mode="multi", grid=40, hb=512, p4_chunks=16, nd_fit=True, p4_gstages=3),
+        dict(mode="multi", grid=40, hb=512, p4_chunks=16, nd_fit=True),
     ),  # fmt: skip
-    # phase 3's lazy rescaling (lazy3): the running max never moves after the first tile (threshold 64), or
-    # moves often (threshold 1), over chunks of 4 tiles; with the transposed running sum and without
-    "persistent-lazy3-64": (1, 2, 5, 300, False, dict(grid=1, hb=512, min_chunk=128, lazy3=64.0)),
-    "multi-lazy3-1": (2, 1, 3, 300, True, dict(mode="multi", grid=40, hb=512, min_chunk=128, lazy3=1.0)),
-    "multi-lazy3-8-plain": (
+    # phase 3's online softmax over chunks of several tiles, the running sum as written (not transposed) and
+    # in a 3-stage pipeline of 16-token tiles
+    "multi-tiles-plain": (
         1,
         1,
         6,
         300,
         False,
-        dict(mode="multi", grid=40, hb=512, min_chunk=128, lazy3=8.0, acc_t=False, bs1=16, stages1=3),
+        dict(mode="multi", grid=40, hb=512, min_chunk=128, acc_t=False, bs1=16, stages1=3),
     ),  # fmt: skip
     "multi-gfirst-all-whole": (
         2,
@@ -323,9 +321,9 @@ def test_decompositions_exact(task, case):
         assert plan.n_ch == 2 and plan.CH == 64
     if "gfirst" in case:  # split parts where the case says so, several combine steps per item otherwise
         assert (plan.NSP4 > 1) == ("split" in case) and plan.n_ch > plan.NCB
-    if case == "multi-p4-split-gstages":
+    if case == "multi-p4-split-two-blocks":
         assert plan.NSP4 > 1 and plan.n_ch > 32
-    if "lazy3" in case:  # several tiles per chunk, so that the running max can go stale
+    if case == "multi-tiles-plain":  # several tiles per chunk: the running max moves between them
         assert plan.CH >= 4 * overrides.get("bs1", kernel.DEFAULT_CONFIG.bs1)
     if case == "multi-T16-halves":
         assert plan.NHALF == 2 and plan.IPB == 1
@@ -420,9 +418,6 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("ksplit6", 16),
         ("p4_chunks", -1),
         ("p4_gfirst", 3),
-        ("p4_gstages", 0),
-        ("p4_gstages", 9),
-        ("lazy3", -1.0),
         ("tpk_min", 2),
         ("tpk7_min", 16),
         ("tpk4_chunk", -1),
@@ -441,8 +436,6 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("p7_launch", (1, 8, 0, 32, 4)),
         ("p7_launch", (1, 8, 0)),
         ("p7_launch", 8),
-        ("p7_prefetch", 48),
-        ("p7_prefetch", -32),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):
@@ -452,33 +445,6 @@ def test_make_plan_rejects_bad_config(field, value):
         kernel.make_plan(4, 5, 1024, cfg, 132)
     with pytest.raises(ValueError, match="n_query_tokens"):
         kernel.make_plan(4, 17, 1024, kernel.DEFAULT_CONFIG, 132)
-
-
-def test_p7_early_rule(task):
-    """The phase-7 launch starts early (split_launch_meta: the trigger in the persistent kernel, the prefetch and
-    the moved wait in phase 7) where p7_early says so, and not where it is the long-chunk T <= 4 launch unless
-    p7_early_long4; a plan without the split has none of it."""
-    early = dataclasses.replace(kernel.DEFAULT_CONFIG, p7_early=True, p7_prefetch=64, p7_early_long4=False)
-    seen = set()
-    for workload in task.workloads:
-        a = workload.axes
-        NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
-        plan = kernel.make_plan(NI, T, S, early, 132)
-        long4 = plan.TPK7 == 4 and -(-plan.CH // early.bs2) >= early.split7_tiles4  # a chunk of >= 4 tiles
-        assert plan.P7PARTS and plan.P7EARLY == (not long4), workload.uuid
-        first, second = kernel.split_launch_meta(early, plan)
-        if long4:
-            assert (first, second) == ({}, {"PDL": True})
-        else:
-            assert first == {"EARLY7": True} and second == {"PDL": True, "EARLY7": True, "PF7": 64}
-        everywhere = dataclasses.replace(early, p7_early_long4=True, p7_prefetch_ln=True)
-        assert kernel.split_launch_meta(everywhere, kernel.make_plan(NI, T, S, everywhere, 132))[1]["PF7W"]
-        off = dataclasses.replace(early, p7_early=False)
-        assert not kernel.make_plan(NI, T, S, off, 132).P7EARLY
-        seen.add(long4)
-    assert seen == {True, False}  # both kinds among the official workloads (#4, #6, #11 are long4)
-    unsplit = kernel.make_plan(2, 5, 1024, dataclasses.replace(early, split7=0), 132)
-    assert not unsplit.P7PARTS and not unsplit.P7EARLY
 
 
 def test_split7_rule():

@@ -39,7 +39,7 @@ SHAPES = {
     "077": [{"batch_size": 2, "height": 64, "width": 64}],
 }
 # what a CUDA launch sets and the CPU path leaves off (see kernel.py): 075's inline-PTX prefetches, 077's
-# griddepcontrol.wait (programmatic dependent launch); 075's split pair: kernel.split_launch_meta (_launches)
+# griddepcontrol.wait (programmatic dependent launch); 075's phase-7 launch: kernel.PHASE7_GPU_META (_launches)
 GPU_ONLY = {"075": {"PF_W": True, "PF_TOK": 32, "PF_DIST": 2}, "077": {"PDL": 1}}
 
 
@@ -53,22 +53,11 @@ def _launches(task_id: str, arch: str = "sm_90a"):
         launches = capture_solution(folder, workloads=workloads)
     for launch in launches:
         launch.kwargs.update({k: v for k, v in GPU_ONLY.get(task_id, {}).items() if k in launch.kwargs})
-    if task_id == "075":  # the split pair's GPU-only constexprs, as kernel.launch sets them on a GPU
+    if task_id == "075":  # the phase-7 launch's GPU-only constexpr, as kernel.launch sets it on a GPU
         kernel = load_module(folder / "kernel.py", "_build_test075_meta")
-        pending = list(launches)
-        for axes in SHAPES[task_id]:
-            NI, T, S = (
-                axes["batch_size"] * axes["point_batch_size"],
-                axes["n_query_tokens"],
-                axes["n_key_tokens"],
-            )
-            plan = kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, kernel.TARGETS[arch][1])
-            first, second = kernel.split_launch_meta(kernel.DEFAULT_CONFIG, plan)
-            pending.pop(0).kwargs.update(first)  # the persistent launch
-            if plan.P7PARTS:
-                assert pending[0].kwargs["PHASE"] == 7
-                pending.pop(0).kwargs.update(second)
-        assert not pending
+        for launch in launches:
+            if launch.kwargs["PHASE"] == 7:
+                launch.kwargs.update(kernel.PHASE7_GPU_META)
     return launches
 
 
@@ -91,19 +80,13 @@ def test_077_builds_carry_the_gpu_launch_constexprs():
 
 
 def test_075_builds_carry_the_split_launch_constexprs():
-    """The build of 075's split pairs is what a GPU launches: the phase-7 launch waits for the persistent one
-    (programmatic dependent launch), and starts early only where the shipped Config says so (p7_early; never
-    for the long-chunk T <= 4 launch of the third shape unless p7_early_long4)."""
+    """The build of 075's split pairs is what a GPU launches: every shape here splits (a persistent launch of
+    phases 1-6, then phase 7), and the phase-7 launch waits for the persistent one (programmatic dependent
+    launch) while the persistent launch carries no PDL constexpr."""
     launches = _launches("075")
     pairs = [(a, b) for a, b in zip(launches, launches[1:], strict=False) if b.kwargs["PHASE"] == 7]
     assert len(pairs) == len(SHAPES["075"]) and all(a.kwargs.get("SPLIT7") for a, _ in pairs)
-    assert all(b.kwargs["PDL"] is True for _, b in pairs)
-    cfg = load_module(PROJECT_ROOT / pairs[0][1].module_file, "_build_test075_defaults").DEFAULT_CONFIG
-    early = [cfg.p7_early, cfg.p7_early, cfg.p7_early and cfg.p7_early_long4]
-    assert [(a.kwargs.get("EARLY7", False), b.kwargs.get("EARLY7", False)) for a, b in pairs] == [
-        (e, e) for e in early
-    ]
-    assert [b.kwargs.get("PF7", 0) for _, b in pairs] == [cfg.p7_prefetch if e else 0 for e in early]
+    assert all(b.kwargs["PDL"] is True and not a.kwargs.get("PDL") for a, b in pairs)
 
 
 def test_capture_records_what_the_solution_launches():

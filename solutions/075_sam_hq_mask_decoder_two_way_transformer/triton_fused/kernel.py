@@ -210,17 +210,6 @@ def _ph7_tiles(part, ch, live, S, CH, BS: tl.constexpr, PARTS: tl.constexpr):
 
 
 @triton.jit
-def _ph7_prefetch(
-    w, k_ptr, kp_ptr, S, n_ch, CH, NT: tl.constexpr, C: tl.constexpr, BS: tl.constexpr, PARTS: tl.constexpr
-):  # fmt: skip
-    """The last NT tokens of phase-7 work item w's tile range (the tiles it takes first)."""
-    item = (w // PARTS) // n_ch
-    s0, s1, t_lo, t_end = _ph7_tiles(w % PARTS, (w // PARTS) % n_ch, True, S, CH, BS, PARTS)
-    lo = tl.minimum(s0 + t_lo * BS, s1 - 1)  # (a part without tiles: its chunk's last token)
-    _prefetch_tokens(k_ptr, kp_ptr, item, S, s0 + t_end * BS - NT, lo, s1, NT, C)
-
-
-@triton.jit
 def _zero_share(ptr, n_elem, part, n_parts, ZB: tl.constexpr):
     """Zero share `part` of `n_parts` of a contiguous fp32 array, ZB elements per step."""
     per = (n_elem + n_parts - 1) // n_parts
@@ -523,13 +512,11 @@ def _ph2_fold(
 def _ph3_t2i_pass(
     w, live, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, NHALF: tl.constexpr, PF_DIST: tl.constexpr,
-    RN: tl.constexpr, KS: tl.constexpr = 1, ACC_T: tl.constexpr = False, LAZY: tl.constexpr = 0.0,
+    RN: tl.constexpr, KS: tl.constexpr = 1, ACC_T: tl.constexpr = False,
 ):  # fmt: skip
     """ACC_T: the running sum kept transposed, acc^T [C, RB] += k^T [C, BS] @ p^T [BS, RB] (the key tile as
     the register operand, p^T the shared-memory one), instead of acc [RB, C] += p @ k (k^T through shared
-    memory as the B operand). LAZY > 0 (`lazy3`): the running max, and with it the sum and acc, moves only
-    when a tile's max exceeds it by more than LAZY (log2 units) in some row; otherwise the tile's weights are
-    taken against the stale max (at most 2^LAZY each), which the stored partial (max, sum, acc) carries."""
+    memory as the B operand)."""
     M8: tl.constexpr = 8 * TPK
     RB: tl.constexpr = M8 // NHALF  # rows per work item: 64, or 32 (TPK 4)
     half = w % NHALF
@@ -559,37 +546,19 @@ def _ph3_t2i_pass(
         xt = _tf32_rn(kt + tl.load(kp_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg"), RN)
         s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [RB, BS] log2-domain scores
         s = tl.where(tm[None, :], s, _NEG)
-        if LAZY > 0:
-            m_tile = tl.max(s, 1)
-            if tl.max(m_tile - m, 0) > LAZY:  # some row's max grew too much: move them all (block-uniform)
-                m_new = tl.maximum(m, m_tile)
-                alpha = tl.exp2(m - m_new)
-                l_sum *= alpha
-                if ACC_T:
-                    acc *= alpha[None, :]
-                else:
-                    acc *= alpha[:, None]
-                m = m_new
-            p = tl.exp2(s - m[:, None])
-            l_sum += tl.sum(p, 1)
-            if ACC_T:
-                acc = tl.dot(_tf32_rn(kt, RN), tl.trans(_tf32_rn(p, RN)), acc, input_precision="tf32")
-            else:
-                acc = tl.dot(_tf32_rn(p, RN), tl.trans(_tf32_rn(kt, RN)), acc, input_precision="tf32")
-        else:  # (written as before the lazy variant, so that the default build is unchanged)
-            m_new = tl.maximum(m, tl.max(s, 1))
-            alpha = tl.exp2(m - m_new)
-            p = tl.exp2(s - m_new[:, None])
-            l_sum = l_sum * alpha + tl.sum(p, 1)
-            if ACC_T:
-                acc = tl.dot(
-                    _tf32_rn(kt, RN), tl.trans(_tf32_rn(p, RN)), acc * alpha[None, :], input_precision="tf32"
-                )
-            else:
-                acc = tl.dot(
-                    _tf32_rn(p, RN), tl.trans(_tf32_rn(kt, RN)), acc * alpha[:, None], input_precision="tf32"
-                )
-            m = m_new
+        m_new = tl.maximum(m, tl.max(s, 1))
+        alpha = tl.exp2(m - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_sum = l_sum * alpha + tl.sum(p, 1)
+        if ACC_T:
+            acc = tl.dot(
+                _tf32_rn(kt, RN), tl.trans(_tf32_rn(p, RN)), acc * alpha[None, :], input_precision="tf32"
+            )
+        else:
+            acc = tl.dot(
+                _tf32_rn(p, RN), tl.trans(_tf32_rn(kt, RN)), acc * alpha[:, None], input_precision="tf32"
+            )
+        m = m_new
     base = ic * M8 + j
     tl.store(pm + base, m, mask=jv)
     tl.store(pl + base, l_sum, mask=jv)
@@ -629,17 +598,13 @@ def _global_step(m_all, l_all, pm, pl, item, n_ch, cb, jrow, valid, M8: tl.const
 
 
 @triton.jit
-def _global_partials(pm, pl, item, n_ch, jrow, valid, M8: tl.constexpr, GS: tl.constexpr = 1):
-    """The max and sum over all n_ch chunk partials of rows jrow of the items ([32, 16] blocks; GS > 1: a
-    cp.async pipeline of GS stages over the blocks, else one block after the other)."""
+def _global_partials(pm, pl, item, n_ch, jrow, valid, M8: tl.constexpr):
+    """The max and sum over all n_ch chunk partials of rows jrow of the items ([32, 16] blocks, one after the
+    other; a cp.async pipeline over them measured level or slower, session 15)."""
     m_all = tl.full([_RT], _NEG, tl.float32)
     l_all = tl.zeros([_RT], tl.float32)
-    if GS > 1:
-        for cb in tl.range(0, n_ch, 32, num_stages=GS):
-            m_all, l_all = _global_step(m_all, l_all, pm, pl, item, n_ch, cb, jrow, valid, M8)
-    else:
-        for cb in range(0, n_ch, 32):
-            m_all, l_all = _global_step(m_all, l_all, pm, pl, item, n_ch, cb, jrow, valid, M8)
+    for cb in range(0, n_ch, 32):
+        m_all, l_all = _global_step(m_all, l_all, pm, pl, item, n_ch, cb, jrow, valid, M8)
     return m_all, l_all
 
 
@@ -648,13 +613,12 @@ def _ph4_t2i_combine(
     w, live, pm, pl, pacc, wv, bv, wo, y2acc, R, T, n_ch, nsp,
     C: tl.constexpr, TPK: tl.constexpr, ND: tl.constexpr, NCB: tl.constexpr, P3: tl.constexpr,
     RN: tl.constexpr, NC: tl.constexpr, CS: tl.constexpr = 1, SPLIT: tl.constexpr = False, GF: tl.constexpr = 0,
-    GS: tl.constexpr = 1,
 ):  # fmt: skip
     """Work item (row tile, head, channel slice[, chunk part]). SPLIT: an item's chunk partials are split over
     nsp work items; each scales its part by the global max and sum over all chunks ([32, 16] blocks of the
     partial maxima and sums), so that the parts add up in y2acc like the channel slices do. GF (`p4_gfirst`) 1:
     split items read the global max and sum first and then sum their chunks against it (no running max, no
-    rescaling per step); 2: every item does. GS (`p4_gstages`): pipeline depth of the global pass."""
+    rescaling per step); 2: every item does."""
     M8: tl.constexpr = 8 * TPK
     DS: tl.constexpr = C // ND
     if SPLIT:
@@ -684,7 +648,7 @@ def _ph4_t2i_combine(
     acc = tl.zeros([_RT, DS], tl.float32)
     FIRST: tl.constexpr = GF == 2 or (GF == 1 and SPLIT)
     if FIRST:
-        m_all, l_all = _global_partials(pm, pl, item, n_ch, jrow, valid, M8, GS)
+        m_all, l_all = _global_partials(pm, pl, item, n_ch, jrow, valid, M8)
     # NCB chunks per step: one round trip for NCB partials (CS > 1: the next steps' loads in flight)
     for cb0 in tl.range(c_lo, c_hi, NCB, num_stages=CS):
         base, ok, mc, lc = _chunk_partials(
@@ -704,7 +668,7 @@ def _ph4_t2i_combine(
     if FIRST:
         pooled = acc / tl.where(valid, l_all, 1.0)[:, None]
     elif SPLIT:  # this part's share of the softmax over all chunks: the global max and sum
-        m_all, l_all = _global_partials(pm, pl, item, n_ch, jrow, valid, M8, GS)
+        m_all, l_all = _global_partials(pm, pl, item, n_ch, jrow, valid, M8)
         pooled = acc * (tl.exp2(m_run - m_all) / tl.where(valid, l_all, 1.0))[:, None]
     else:
         pooled = acc / tl.where(valid, l_run, 1.0)[:, None]  # softmax-weighted mean of raw keys, [16, DS]
@@ -993,18 +957,13 @@ def _two_way_kernel(
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0,
-    P4GS: tl.constexpr = 1, LAZY3: tl.constexpr = 0.0, EARLY7: tl.constexpr = False, PF7: tl.constexpr = 0,
-    PF7W: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
     9: phases 1a and 6a, with KP1 / KP6 > 1; 7: P7PARTS work items per key chunk, tiles of BS2 tokens in a
     cp.async pipeline of S7 stages). PDL: wait for the previous kernel of the stream first (programmatic
-    dependent launch). EARLY7 (GPU, with SPLIT7 and the PHASE 7 launch's PDL): the persistent kernel lets the
-    phase-7 launch start at once, and its programs leave after their last work item (no final barrier), so
-    that phase-7 programs take the SMs as they free up; those prefetch PF7 tokens of their first tiles into
-    L2 (inputs only) before they wait, and with PF7W phase 7's three 256-float vectors."""
-    if PDL and not EARLY7:
+    dependent launch)."""
+    if PDL:
         tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
     PERSIST: tl.constexpr = PHASE == 0
@@ -1037,8 +996,6 @@ def _two_way_kernel(
     )
     if INSTR:
         _stamp(times, 0, pid)
-    if EARLY7 and PERSIST and SPLIT7:  # every program is running: the phase-7 launch may be scheduled
-        tl.extra.cuda.gdc_launch_dependents()
 
     if PERSIST:
         if PF_W:  # the query side's 6 MB of weights, spread over the programs, into L2 (HBM is idle now)
@@ -1091,12 +1048,11 @@ def _two_way_kernel(
                     RN,
                     KS1,
                     ACC_T,
-                    LAZY3,
                 )
             if pid == (G - 3) % G:
                 _ph4_t2i_combine(
                     0, False, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
-                    C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF, P4GS,
+                    C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF,
                 )  # fmt: skip
             if pid == (G - 4) % G:
                 _ph5_mlp(
@@ -1162,7 +1118,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph3_t2i_pass(
                 w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
-                C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T, LAZY3,
+                C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T,
             )  # fmt: skip
             _item_done(sync, 2, times, G, NMAX, 3, w, t0, PERSIST, INSTR)
     if PERSIST:
@@ -1173,7 +1129,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph4_t2i_combine(
                 w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
-                C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF, P4GS,
+                C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF,
             )  # fmt: skip
             _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
     if PRE5 and (PERSIST or PHASE == 5):  # the first phase-5 item's weights, in flight during the barrier
@@ -1215,20 +1171,10 @@ def _two_way_kernel(
                 vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6,
             )  # fmt: skip
             _item_done(sync, 5, times, G, NMAX, 6, w, t0, PERSIST, INSTR)
-    if PERSIST and not (EARLY7 and SPLIT7 and not INSTR):  # (split: the launch after it waits for all of it)
+    if PERSIST:
         _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if (PERSIST and not SPLIT7) or PHASE == 7:
-        if PDL and EARLY7:  # started while the persistent kernel may still run: only inputs before the wait
-            if PF7 > 0:
-                n_first = tl.cdiv(n_key * P7PARTS - pid, G)
-                if n_first > 0:
-                    _ph7_prefetch(pid + (n_first - 1) * G, k_ptr, kp_ptr, S, n_ch, CH, PF7, C, BS2, P7PARTS)
-            if PF7W:  # the out-projection bias and LayerNorm 4's weight and bias: 8 lines each
-                _prefetch_l2(i_bo + tl.arange(0, 8) * 32)
-                _prefetch_l2(ln4w + tl.arange(0, 8) * 32)
-                _prefetch_l2(ln4b + tl.arange(0, 8) * 32)
-            tl.extra.cuda.gdc_wait()
         # the accumulators are dead now (read in phases 1, 2, 5, 6): zero them for the next call (Plan.n_accs)
         _zero_share(accs, (7 if KP6 > 1 else (6 if KP1 > 1 else 3)) * n_acc, pid, G, 1024)
         n7 = n_key * P7PARTS
@@ -1295,10 +1241,6 @@ class Config:
     # H200 (session 14, tune.py round 30, CUPTI): geomean of 9 workloads 94.76 / 93.93 / 93.87 us for 0 / 1 / 2;
     # official run with 2: 102.8 -> 101.5 us, every workload level or 1-2 us faster
     p4_gfirst: int = 2
-    # ... the global pass over [32, 16] blocks of chunk partials (2-4 blocks where an item has 64-128 chunks) as a
-    # cp.async pipeline of this many stages; 1: one block after the other (H200, session 15, tune.py round 32: 2 and
-    # 3 stages level or slower)
-    p4_gstages: int = 1
     # phase 4: halve nd (then fewer chunk parts) while its work items exceed the programs
     nd_fit: bool = True
     hb: int = 32  # MLP hidden block
@@ -1331,10 +1273,6 @@ class Config:
     # phase 3 keeps its running sum transposed (k^T as the register operand; see _ph3_t2i_pass). Session 7
     # (H200): with bs1 32 the geomean goes from 121.8 to 113.6 us (#6 phase-3 item 118 -> 66 us); alone 134.2
     acc_t: bool = True
-    # phase 3: the running max moves only when a tile's max exceeds it by more than this (log2 units; 0: every
-    # tile, the online softmax as written), so most tiles skip the rescaling of the [256, RB] running sum
-    # (H200, session 15, tune.py round 33: 8 and 4 both 10-14 % slower where chunks have several tiles)
-    lazy3: float = 0.0
     qstages: int = 4  # query-side K loops (phases 1, 2, 5, 6): cp.async pipeline depth over the kc pieces
     cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
     # phase 7: 0 keeps the key tile live for the residual; 1/2 re-read it (L2) before/after the dots
@@ -1381,25 +1319,9 @@ class Config:
     # 0.5-5.5 us faster than 8 warps on the eight T 5..8 workloads (#5 119.7 -> 114.9, #12 117.2 -> 111.7 us),
     # while T <= 4 with short chunks (#14, #3) lost 2.9 us with 4 warps, so p7_launch keeps 8 there
     p7_launch_tpk8: tuple = (1, 4, 0, 32, 1)
-    # the phase-7 launch may start while the persistent kernel runs (GPU): the persistent programs trigger it
-    # at their start and leave after their last work item instead of waiting for phase 6, so phase-7 programs
-    # take the SMs as they free up and wait there (programmatic dependent launch), after an L2 prefetch of the
-    # last `p7_prefetch` tokens of their first tile range (0: none; a power of two 16..128). H200 (session 15,
-    # NOTES.md): 1-1.3 % faster in tune.py's sweeps (rounds 34, 35), but full official runs of the same build
-    # were bimodal on one machine (#5 113.4 or 121.8 us from run to run, #1 88-94) and level on average with off,
-    # which was stable there (102.2, 102.2 against 101.3 to 103.3 us); #5 and #1 alone on another machine were
-    # 1-2 us faster every time. Session 16 (`solbench run --repeat --kernels`): slower on two more machines
-    # (medians 103.0 and 101.7 against 101.1 and 101.0 us), the phase-7 programs' own work after the wait
-    # 3-8 us longer at T 5..8; neither the prefetch nor the 4-warp launch is the cause. Off, and dropped
-    p7_early: bool = False
-    p7_prefetch: int = 32
-    # ... and phase 7's out-projection bias and LayerNorm-4 weight and bias (3 KB) too (session 15, round 35:
-    # 1.3 % slower)
-    p7_prefetch_ln: bool = False
-    # ... also where phase 7 takes `p7_launch_long4` (T <= 4, long chunks: #4, #6, #11). H200 (session 15): 0.4-2.2
-    # us slower there in round 35 (early 141.1 / 219.8 / 221.4, not early 138.9 / 219.4 / 219.5 us) and 1-2 us in
-    # the official runs, so not there (with p7_early)
-    p7_early_long4: bool = False
+    # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
+    # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
+    # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
 
 
 DEFAULT_CONFIG = Config()
@@ -1499,7 +1421,6 @@ class Plan:
     P7MAXNREG: int = 0  # ... and at most this many registers per thread (0: no cap)
     P7BS: int = 0  # ... key tiles of this many tokens
     P7STAGES: int = 0  # ... in a cp.async pipeline of this many stages (1: plain loads)
-    P7EARLY: bool = False  # ... started early (Config.p7_early, p7_early_long4)
 
     @property
     def work(self) -> dict[int, int]:
@@ -1577,10 +1498,6 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
     if cfg.p4_gfirst not in (0, 1, 2):
         raise ValueError(f"p4_gfirst: expected 0, 1 or 2, got {cfg.p4_gfirst}")
-    if not 1 <= cfg.p4_gstages <= 8:
-        raise ValueError(f"p4_gstages: expected 1 to 8 stages, got {cfg.p4_gstages}")
-    if not 0.0 <= cfg.lazy3 <= 64.0:
-        raise ValueError(f"lazy3: expected a threshold in [0, 64] (log2 units), got {cfg.lazy3}")
     for name in ("stages1", "qstages", "cstages"):
         if not 0 <= getattr(cfg, name) <= 8 or (name != "stages1" and getattr(cfg, name) == 0):
             raise ValueError(
@@ -1608,8 +1525,6 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"pre5: expected 0 (never) or an MLP block width 16 / 32 / 64, got {cfg.pre5}")
     if cfg.tpk4_chunk < 0:
         raise ValueError(f"tpk4_chunk: expected 0 (never) or a chunk length, got {cfg.tpk4_chunk}")
-    if cfg.p7_prefetch not in (0, 16, 32, 64, 128):
-        raise ValueError(f"p7_prefetch: expected 0 (none) or 16, 32, 64 or 128 tokens, got {cfg.p7_prefetch}")
     NHALF = max(1, TPK // 8)  # 64-row halves of the 8 * TPK rows (one 32-row block with TPK 4)
     IPB = max(1, RT // T)
     NG = -(-NI // IPB)
@@ -1638,14 +1553,13 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             hb *= 2
     grid = launched if cfg.mode == "persistent" else 0
     TPK7 = max(cfg.tpk7_min, _next_pow2(T))
-    p7, early = (0, 0, 0, 0, 0), False
+    p7 = (0, 0, 0, 0, 0)
     if cfg.mode == "persistent" and 0 < cfg.split7 <= NI * S:
         long4 = TPK7 == 4 and -(-ch // cfg.bs2) >= cfg.split7_tiles4
         p7 = cfg.p7_launch_long4 if long4 else (cfg.p7_launch_tpk8 if TPK7 == 8 else cfg.p7_launch)
-        early = cfg.p7_early and (cfg.p7_early_long4 or not long4)
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cfg.csplit, cfg.csplit1, grid,
-        cfg.ksplit1, cfg.ksplit6, nsp4, TPK7, *p7, early,
+        cfg.ksplit1, cfg.ksplit6, nsp4, TPK7, *p7,
     )  # fmt: skip
 
 
@@ -1654,6 +1568,9 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
 #: Triton's own launch of this kernel (~80 arguments) costs ~170 us of CPU under the profiler (H200, session
 #: 10), longer than the first kernel of a middle-sized workload runs: the second kernel started 60-120 us late.
 _DIRECT_TRITON = frozenset({(3, 6)})
+#: The GPU-only constexpr of the split pair's phase-7 launch: it waits for the persistent kernel through a
+#: programmatic dependent launch (inline PTX: the CPU path leaves it off; tests/test_triton_build.py builds it).
+PHASE7_GPU_META = {"PDL": True}
 _TRITON_VERSION = tuple(int(v) for v in triton.__version__.split(".")[:2])
 _RUNNERS: dict = {}  # launch key -> runner of the compiled kernel
 _PARAMETERS = list(inspect.signature(_two_way_kernel.fn).parameters.values())  # the kernel's, in order
@@ -1769,7 +1686,6 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         V3=cfg.v_terms == 3,
         KS1=_stages1(cfg, device),
         ACC_T=cfg.acc_t,
-        LAZY3=float(cfg.lazy3),
         QS=cfg.qstages,
         CS=cfg.cstages,
         RK=cfg.reload_k,
@@ -1784,7 +1700,6 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         PRE5=plan.HB <= cfg.pre5,
         PRE2=cfg.pre2,
         P4GF=cfg.p4_gfirst,
-        P4GS=cfg.p4_gstages,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
@@ -1797,9 +1712,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
             meta7["maxnreg"] = plan.P7MAXNREG
         meta1 = dict(meta, PHASE=0, SPLIT7=True)
         if gpu:  # H200 (#12): 2.7 us between the kernels, 8.9 without
-            first, second = split_launch_meta(cfg, plan)
-            meta1.update(first)
-            meta7.update(second, launch_pdl=True)
+            meta7.update(PHASE7_GPU_META, launch_pdl=True)
         pair = [(plan.grid, meta1), (work[7], dict(meta7, PHASE=7))]
         if gpu:
             runners = _direct_runners(args, pair)  # both ready before the first launch
@@ -1818,19 +1731,6 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     last_kernels[:] = launched
     last_times[:] = [times] if instr else []
     return plan
-
-
-def split_launch_meta(cfg: Config, plan: Plan) -> tuple[dict, dict]:
-    """The GPU-only constexprs of the split pair (persistent kernel, phase-7 launch): the phase-7 launch's
-    programmatic dependent launch and, where the plan says so (`P7EARLY`), its early start. The CPU path leaves
-    them off (inline PTX); tests/test_triton_build.py builds them."""
-    first, second = {}, {"PDL": True}
-    if plan.P7EARLY:
-        first["EARLY7"] = True
-        second.update(EARLY7=True, PF7=cfg.p7_prefetch)
-        if cfg.p7_prefetch_ln:
-            second["PF7W"] = True
-    return first, second
 
 
 def run(

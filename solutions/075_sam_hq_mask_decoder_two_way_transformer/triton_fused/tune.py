@@ -77,8 +77,6 @@ S3 = dataclasses.replace(
 )
 S4 = dataclasses.replace(S3, qstages=4, stages1=3, ncb=2, cstages=4, nd=8)
 S5 = dataclasses.replace(S4, reload_k=2, prefetch_dist=0)
-# session 15: the phase-7 launch started early on every workload (the base of rounds 34 and 35's variants)
-_E7 = dataclasses.replace(BASE, p7_early=True, p7_early_long4=True)
 VARIANTS: dict[str, Config] = {
     "base": BASE,
     "v3": dataclasses.replace(BASE, v_terms=3),  # 3xTF32 i2t values (+64 KB shared memory)
@@ -313,27 +311,10 @@ VARIANTS: dict[str, Config] = {
     # round 31 (session 14, on BASE = gf2): with the combine steps independent of each other, wider steps (ncb4,
     # above) and shallower or deeper pipelines again (cs2, cs6 above): none faster (NOTES.md)
     "cs2": dataclasses.replace(BASE, cstages=2),
-    # round 32 (session 15): phase 4's global pass (2 / 4 serial [32, 16] blocks before the chunk loop where an
-    # item has 64 / 128 chunks: #2, #3 / #8, #13, #14) as a cp.async pipeline of 2 or 3 stages: level or slower
-    "gs2": dataclasses.replace(BASE, p4_gstages=2),
-    "gs3": dataclasses.replace(BASE, p4_gstages=3),
-    # round 33 (session 15): phase 3's running max moved only when a tile's max exceeds it by more than 8 or 4
-    # (log2 units): most tiles skip the rescaling of the [256, 64] running sum (sm_90a, local Triton 3.9, #6's
-    # build: 255 registers, 264 B of stack against 240): 10-14 % slower on the long-chunk workloads
-    "lazy8": dataclasses.replace(BASE, lazy3=8.0),
-    "lazy4": dataclasses.replace(BASE, lazy3=4.0),
-    # round 34 (session 15, on BASE, p7_early off): the phase-7 launch started early (programmatic dependent
-    # launch triggered at the persistent kernel's start, no final barrier there), with 0 / 32 / 64 tokens
-    # L2-prefetched before the wait (on every workload: p7_early_long4); e7p32 was the default for a while
-    "e7": dataclasses.replace(_E7, p7_prefetch=0),
-    "e7p32": dataclasses.replace(_E7, p7_prefetch=32),
-    "e7p64": dataclasses.replace(_E7, p7_prefetch=64),
-    "p7off": dataclasses.replace(BASE, p7_early=False, p7_prefetch=0),
-    # round 35 (session 15, against e7p32 as base): the phase's three vectors prefetched too (e7w): slower; not
-    # early where the launch is p7_launch_long4 (p7off there): faster, hence e7rule (p7_early_long4 False). The
-    # official runs of e7rule were bimodal from run to run (NOTES.md), so p7_early stays off
-    "e7w": dataclasses.replace(_E7, p7_prefetch=32, p7_prefetch_ln=True),
-    "e7rule": dataclasses.replace(_E7, p7_prefetch=32, p7_early_long4=False),
+    # rounds 32-35 (session 15; knobs removed in session 17, NOTES.md): phase 4's global pass as a cp.async
+    # pipeline (gs2, gs3: level or slower), phase 3's lazy rescaling (lazy8, lazy4: 10-14 % slower on the
+    # long-chunk workloads) and the phase-7 launch started early with L2 prefetches (e7*: 1 % faster in the
+    # sweeps, slower or bimodal in official runs)
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
