@@ -96,7 +96,8 @@ VARIANTS: dict[str, Config] = {
     "compact_nw16": dataclasses.replace(BASE, nc=64, kc=16, num_warps=16),  # 8,072, 128 regs, 440 B stack
     "compact_mc64": dataclasses.replace(BASE, nc=64, kc=16, min_chunk=64, ncb=4),
     # phase 4: fewer chunk partials to combine (fewer, longer t2i / i2t chunks), smaller combine steps
-    # (round 36, session 17, on the shipped build: 0-9 us slower on the one- and two-item workloads (level at #2, #3), NOTES.md)
+    # (round 36, session 17, on the shipped build: 0-9 us slower on the one- and two-item workloads, level
+    # at #2 and #3; NOTES.md)
     "mc64": dataclasses.replace(BASE, min_chunk=64),
     "mc128": dataclasses.replace(BASE, min_chunk=128),
     "ncb4": dataclasses.replace(BASE, ncb=4),
