@@ -389,9 +389,9 @@ def print_compare(console: Console, runs: Sequence[Sequence[Trace]]) -> None:
             table.add_row(*row, end_section=u == uuids[-1])
         common = [u for u in uuids if all(medians[s][u] is not None for s in solutions)]
         row = [f"geomean ({len(common)})"]
+        g1 = _geomean([medians[first][u] for u in common]) if common else None
         for s in solutions:
             g = _geomean([medians[s][u] for u in common]) if common else None
-            g1 = _geomean([medians[first][u] for u in common]) if common else None
             row += _compare_cells(g, None, g1, s != first)
         table.add_row(*row)
         console.print(table)
