@@ -10,15 +10,17 @@
 // through two named barriers, so one warpgroup's epilogue runs under the other's main loop. CL > 1: a
 // cluster of CL CTAs takes CL row tiles of one column tile and shares the W tile (each CTA loads 1 / CL of
 // it; MC: by TMA multicast, else each loads all of it). TS: the epilogue stores through shared memory and TMA
-// (else straight from registers). !PP: one consumer warpgroup takes every tile (no overlap; a control). Other
-// targets (sm_100a) compile to an empty kernel.
+// (else straight from registers). !PP: one consumer warpgroup takes every tile (no overlap; a control).
+// gemm_coop (pp = 2 in pingpong_gemm): both consumer warpgroups on one 128 x 256 tile. Other targets (sm_100a)
+// compile to empty kernels.
 #include <cuda.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cstdint>
 #include <cstdio>
 
-#include "wgmma_m64n128.inc"  // the m64n128k16 wgmma with its 64 accumulator operands
+#include "wgmma_m64n128.inc"
+#include "wgmma_m64n256.inc"
 
 namespace {
 
@@ -261,6 +263,121 @@ __global__ void __launch_bounds__(384, 1)
 #endif
 }
 
+// Cooperative variant: one 128 x 256 tile per CTA at a time, consumer warpgroup w takes its rows 64w..64w+63
+// (one m64n256k16 wgmma per k16 step), both consume every stage (48 KB: Triton's tile, 24 KB of L2 traffic per
+// 1 M multiply-adds against the ping-pong tiles' 32 KB). No epilogue overlap: the producer refills the ring
+// meanwhile. The epilogue stores each warpgroup's [64, 256] rows by quarters through two [64, 64] shared-memory
+// buffers and TMA (so that 4 stages fit).
+constexpr int CBN = 256, CA_BYTES = BM * BK * 2, CB_BYTES = CBN * BK * 2, CSTAGE_BYTES = CA_BYTES + CB_BYTES;
+constexpr int CC_QUARTER = 64 * 64 * 2;  // a [64 rows, 64 columns] fp16 piece of a warpgroup's C rows
+
+template <int STAGES, int EPI>
+__global__ void __launch_bounds__(384, 1)
+    gemm_coop(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_w,
+              const __grid_constant__ CUtensorMap tma_c, const float* __restrict__ bias, int M, int N, int K) {
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  __shared__ __align__(8) uint64_t full[STAGES];
+  __shared__ __align__(8) uint64_t empty[STAGES];
+  const int wg = threadIdx.x / 128;
+  const int tid = threadIdx.x % 128;
+  const int tiles_n = N / CBN;
+  const int ntiles = ((M + BM - 1) / BM) * tiles_n;
+  const int kb_n = K / BK;
+  const int n_local = blockIdx.x < ntiles ? (ntiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 2);  // both consumer warpgroups read every stage
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (tid == 0) {
+      int it = 0;
+      for (int i = 0; i < n_local; ++i) {
+        const int tile = blockIdx.x + i * gridDim.x;
+        const int m0 = (tile / tiles_n) * BM, n0 = (tile % tiles_n) * CBN;
+        for (int kb = 0; kb < kb_n; ++kb, ++it) {
+          const int s = it % STAGES, r = it / STAGES;
+          if (r > 0) mbar_wait(&empty[s], (r - 1) & 1);
+          uint8_t* st = smem + s * CSTAGE_BYTES;
+          mbar_expect_tx(&full[s], CSTAGE_BYTES);
+          tma_load_2d(st, &tma_a, &full[s], kb * BK, m0);
+          tma_load_2d(st + CA_BYTES, &tma_w, &full[s], kb * BK, n0);
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    const int w = wg - 1;
+    const int warp = tid / 32, lane = tid % 32;
+    uint8_t* cst = smem + STAGES * CSTAGE_BYTES + w * 2 * CC_QUARTER;
+    int it = 0;
+    for (int i = 0; i < n_local; ++i) {
+      const int tile = blockIdx.x + i * gridDim.x;
+      const int m0 = (tile / tiles_n) * BM, n0 = (tile % tiles_n) * CBN;
+      float acc[128];
+#pragma unroll
+      for (int j = 0; j < 128; ++j) acc[j] = 0.0f;
+      for (int kb = 0; kb < kb_n; ++kb, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        const uint32_t a_addr = smem_u32(smem + s * CSTAGE_BYTES) + w * 64 * 128;
+        const uint32_t b_addr = smem_u32(smem + s * CSTAGE_BYTES) + CA_BYTES;
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) WGMMA_M64N256K16(acc, sw128_desc(a_addr + kk * 32), sw128_desc(b_addr + kk * 32));
+        wg_commit();
+        if (kb > 0) {
+          wg_wait<1>();
+          if (tid == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+        }
+      }
+      wg_wait<0>();
+      if (tid == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+      const int tr0 = warp * 16 + lane / 4;  // in this warpgroup's 64 rows
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {  // 64-column quarters, staged in two alternating [64, 64] buffers
+        uint8_t* buf = cst + (q % 2) * CC_QUARTER;
+        if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");  // quarter q - 2's store
+        named_sync(3 + w, 128);
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj) {
+          const int j = 8 * q + jj;
+          const int tc = 8 * jj + 2 * (lane % 4);  // in the quarter
+          const float2 b = *reinterpret_cast<const float2*>(bias + n0 + 64 * q + tc);
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int tr = tr0 + 8 * e;
+            float v0 = acc[4 * j + 2 * e] + b.x, v1 = acc[4 * j + 2 * e + 1] + b.y;
+            if (EPI == 1) {
+              v0 = gelu_erf(v0);
+              v1 = gelu_erf(v1);
+            } else if (EPI == 2) {
+              v0 = gelu_fit(v0);
+              v1 = gelu_fit(v1);
+            }
+            const int off = tr * 128 + (((tc / 8) ^ (tr % 8)) * 16) + (tc % 8) * 2;
+            *reinterpret_cast<__half2*>(buf + off) = __floats2half2_rn(v0, v1);
+          }
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        named_sync(3 + w, 128);
+        if (tid == 0) {
+          tma_store_2d(&tma_c, buf, n0 + 64 * q, m0 + 64 * w);
+          asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        }
+      }
+    }
+    if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  }
+#endif
+}
+
 typedef CUresult (*EncodeTiled)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -328,6 +445,24 @@ int launch_t(const void* a, const void* w, const float* bias, void* c, int M, in
   return cudaGetLastError() == cudaSuccess ? 0 : 5;
 }
 
+template <int STAGES, int EPI>
+int launch_coop(const void* a, const void* w, const float* bias, void* c, int M, int N, int K, int lda, int ldw,
+                int ldc, int grid, cudaStream_t stream) {
+  if (N % CBN) return 6;
+  CUtensorMap ta, tw, tc;
+  if (make_map(&ta, a, M, K, lda, BM) || make_map(&tw, w, N, K, ldw, CBN) || make_map(&tc, c, M, N, ldc, 64, 64))
+    return 3;
+  const int smem = STAGES * CSTAGE_BYTES + 4 * CC_QUARTER + 1024;
+  auto kern = gemm_coop<STAGES, EPI>;
+  static bool attr = false;
+  if (!attr) {
+    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) return 4;
+    attr = true;
+  }
+  kern<<<grid, 384, smem, stream>>>(ta, tw, tc, bias, M, N, K);
+  return cudaGetLastError() == cudaSuccess ? 0 : 5;
+}
+
 }  // namespace
 
 #define PP_CASE(S, E, C, MC, TS, PP)                                        \
@@ -344,5 +479,11 @@ extern "C" int pingpong_gemm(int stages, int epi, int cl, int mc, int ts, int pp
   PP_CASE(4, 0, 1, 1, 1, 1) PP_CASE(4, 1, 1, 1, 1, 1) PP_CASE(4, 0, 2, 1, 1, 1) PP_CASE(4, 1, 2, 1, 1, 1)
   PP_CASE(4, 0, 2, 0, 1, 1) PP_CASE(4, 1, 2, 0, 1, 1) PP_CASE(4, 2, 1, 1, 1, 1) PP_CASE(4, 2, 2, 0, 1, 1)
   PP_CASE(4, 0, 1, 1, 1, 0) PP_CASE(4, 2, 1, 1, 1, 0)
+  if (pp == 2 && cl == 1 && ts == 1) {  // the cooperative kernel
+    if (stages == 3 && epi == 0) return launch_coop<3, 0>(a, w, bias, c, M, N, K, lda, ldw, ldc, grid, s);
+    if (stages == 3 && epi == 2) return launch_coop<3, 2>(a, w, bias, c, M, N, K, lda, ldw, ldc, grid, s);
+    if (stages == 4 && epi == 0) return launch_coop<4, 0>(a, w, bias, c, M, N, K, lda, ldw, ldc, grid, s);
+    if (stages == 4 && epi == 2) return launch_coop<4, 2>(a, w, bias, c, M, N, K, lda, ldw, ldc, grid, s);
+  }
   return 7;
 }
