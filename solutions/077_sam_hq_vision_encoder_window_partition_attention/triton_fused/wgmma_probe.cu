@@ -121,6 +121,36 @@ __device__ __forceinline__ float gelu_fit(float x) {
   return x >= 0.0f ? x - xe : xe;
 }
 
+__device__ __forceinline__ uint8_t* aligned_smem(uint8_t* raw) {  // 1024 B: the 128-byte swizzle's atom
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+}
+// The ring's barriers: `full` completes when a stage's bytes have landed (the producer's expect_tx), `empty` when
+// `consumers` arrivals say that it may be refilled. Thread 0 initialises; the caller synchronises the block.
+template <int STAGES>
+__device__ __forceinline__ void init_ring(uint64_t* full, uint64_t* empty, uint32_t consumers) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], consumers);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+}
+// The producer's turn at ring position `it`: wait until the stage may be refilled, announce its bytes, return it.
+template <int STAGES>
+__device__ __forceinline__ uint8_t* producer_acquire(uint8_t* smem, uint64_t* full, uint64_t* empty, int it,
+                                                     int stage_bytes) {
+  const int s = it % STAGES, r = it / STAGES;
+  if (r > 0) mbar_wait(&empty[s], (r - 1) & 1);
+  mbar_expect_tx(&full[s], stage_bytes);
+  return smem + s * stage_bytes;
+}
+// Byte offset of fp16 element (row, col) in a [rows, 64] tile stored as the 128-byte-swizzled TMA box expects:
+// 128 B a row, the 16-byte chunk index XORed with row % 8 (conflict-free for the wgmma fragment's half2 stores).
+__device__ __forceinline__ uint32_t sw128_offset(uint32_t row, uint32_t col) {
+  return row * 128 + (((col >> 3) ^ (row & 7)) << 4) + ((col & 7) << 1);
+}
+
 constexpr int C_HALF = BM * 64 * 2;  // one [128, 64] fp16 half of a consumer's C tile, 128-byte swizzled
 
 template <int STAGES, int EPI, int CL, bool MC, bool TS, bool PP>
@@ -130,7 +160,7 @@ __global__ void __launch_bounds__(384, 1)
                   const float* __restrict__ bias, __half* __restrict__ c, int M, int N, int K, int ldc) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* smem = aligned_smem(smem_raw);
   __shared__ __align__(8) uint64_t full[STAGES];
   __shared__ __align__(8) uint64_t empty[STAGES];
   const int wg = threadIdx.x / 128;
@@ -142,13 +172,7 @@ __global__ void __launch_bounds__(384, 1)
   const int groups = ((tiles_m + CL - 1) / CL) * tiles_n;
   const int cid = blockIdx.x / CL, nclusters = gridDim.x / CL;
   const int n_local = cid < groups ? (groups - 1 - cid) / nclusters + 1 : 0;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], CL);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
+  init_ring<STAGES>(full, empty, CL);  // one consuming warpgroup per stage in each CTA of the cluster
   __syncthreads();
   if (CL > 1) cluster_sync();
   if (wg == 0) {  // producer
@@ -159,10 +183,8 @@ __global__ void __launch_bounds__(384, 1)
         const int g = cid + i * nclusters;
         const int m0 = ((g / tiles_n) * CL + rank) * BM, n0 = (g % tiles_n) * BN;
         for (int kb = 0; kb < kb_n; ++kb, ++it) {
-          const int s = it % STAGES, r = it / STAGES;
-          if (r > 0) mbar_wait(&empty[s], (r - 1) & 1);
-          uint8_t* st = smem + s * STAGE_BYTES;
-          mbar_expect_tx(&full[s], STAGE_BYTES);
+          const int s = it % STAGES;
+          uint8_t* st = producer_acquire<STAGES>(smem, full, empty, it, STAGE_BYTES);
           tma_load_2d(st, &tma_a, &full[s], kb * BK, m0);
           if (CL == 1 || !MC) {
             tma_load_2d(st + A_BYTES, &tma_wf, &full[s], kb * BK, n0);
@@ -238,8 +260,8 @@ __global__ void __launch_bounds__(384, 1)
               v1 = gelu_fit(v1);
             }
             if (TS) {
-              const int tr = r - m0, tc = col - n0;  // in the tile; the 16-byte chunk is XORed with row % 8
-              const int off = (tc / 64) * C_HALF + tr * 128 + ((((tc % 64) / 8) ^ (tr % 8)) * 16) + (tc % 8) * 2;
+              const int tr = r - m0, tc = col - n0;  // in the tile
+              const int off = (tc / 64) * C_HALF + sw128_offset(tr, tc % 64);
               *reinterpret_cast<__half2*>(cst + off) = __floats2half2_rn(v0, v1);
             } else if (r < M) {
               *reinterpret_cast<__half2*>(c + static_cast<size_t>(r) * ldc + col) = __floats2half2_rn(v0, v1);
@@ -277,7 +299,7 @@ __global__ void __launch_bounds__(384, 1)
               const __grid_constant__ CUtensorMap tma_c, const float* __restrict__ bias, int M, int N, int K) {
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* smem = aligned_smem(smem_raw);
   __shared__ __align__(8) uint64_t full[STAGES];
   __shared__ __align__(8) uint64_t empty[STAGES];
   const int wg = threadIdx.x / 128;
@@ -286,13 +308,7 @@ __global__ void __launch_bounds__(384, 1)
   const int ntiles = ((M + BM - 1) / BM) * tiles_n;
   const int kb_n = K / BK;
   const int n_local = blockIdx.x < ntiles ? (ntiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], 2);  // both consumer warpgroups read every stage
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
+  init_ring<STAGES>(full, empty, 2);  // both consumer warpgroups read every stage
   __syncthreads();
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -302,10 +318,8 @@ __global__ void __launch_bounds__(384, 1)
         const int tile = blockIdx.x + i * gridDim.x;
         const int m0 = (tile / tiles_n) * BM, n0 = (tile % tiles_n) * CBN;
         for (int kb = 0; kb < kb_n; ++kb, ++it) {
-          const int s = it % STAGES, r = it / STAGES;
-          if (r > 0) mbar_wait(&empty[s], (r - 1) & 1);
-          uint8_t* st = smem + s * CSTAGE_BYTES;
-          mbar_expect_tx(&full[s], CSTAGE_BYTES);
+          const int s = it % STAGES;
+          uint8_t* st = producer_acquire<STAGES>(smem, full, empty, it, CSTAGE_BYTES);
           tma_load_2d(st, &tma_a, &full[s], kb * BK, m0);
           tma_load_2d(st + CA_BYTES, &tma_w, &full[s], kb * BK, n0);
         }
@@ -361,8 +375,7 @@ __global__ void __launch_bounds__(384, 1)
               v0 = gelu_fit(v0);
               v1 = gelu_fit(v1);
             }
-            const int off = tr * 128 + (((tc / 8) ^ (tr % 8)) * 16) + (tc % 8) * 2;
-            *reinterpret_cast<__half2*>(buf + off) = __floats2half2_rn(v0, v1);
+            *reinterpret_cast<__half2*>(buf + sw128_offset(tr, tc)) = __floats2half2_rn(v0, v1);
           }
         }
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
