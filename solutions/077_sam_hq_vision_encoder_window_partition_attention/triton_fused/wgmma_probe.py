@@ -1,6 +1,6 @@
-"""Probe the ping-pong CUDA GEMM (wgmma_probe.cu) against cuBLAS and 077's Triton GEMMs on the H200.
+"""Probe session 18's CUDA GEMMs (wgmma_probe.cu: ping-pong and cooperative) against cuBLAS and 077's Triton GEMMs.
 
-Builds the .cu with nvcc (sm_90a) into a shared library, checks every configuration against an fp32 product
+Builds the .cu with nvcc (sm_90a) into a temporary shared library, checks every variant against an fp32 product
 of the fp16 operands (M = 1 .. 65537, bias and erf-GELU epilogues), then times them (CUDA events, 512 MB
 written between calls to flush L2, median of 20) with the Triton GEMMs' shipped configurations and a plain
 cuBLAS product. Run from the repository root: `python <this folder>/wgmma_probe.py`; writes
@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -28,7 +29,7 @@ def log(*a):
 
 
 def build():
-    so = os.path.join(OUT, "libwgmma_probe.so")
+    so = os.path.join(tempfile.mkdtemp(), "libwgmma_probe.so")
     cmd = [
         "nvcc",
         "-shared",
