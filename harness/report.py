@@ -64,6 +64,13 @@ def _task(name: str):
         return None
 
 
+def _workload_rank(task_name: str) -> Callable[[str], int]:
+    """A sort key for workload uuids: the task's order; unknown uuids (or an unknown task) after, stably."""
+    task = _task(task_name)
+    order = {w.uuid: i for i, w in enumerate(task.workloads)} if task is not None else {}
+    return lambda uuid: order.get(uuid, len(order))
+
+
 def sol_ms_for(task, trace: Trace, gpu: str | None, convention: str) -> float | None:
     r = _roofline()
     if r is None or gpu is None or task is None:
@@ -196,10 +203,8 @@ def group(traces: Sequence[Trace]) -> dict[tuple[str, str], list[Trace]]:
     for t in traces:
         groups.setdefault((t.definition, t.solution), []).append(t)
     for (task_name, _), items in groups.items():
-        task = _task(task_name)
-        if task is not None:
-            order = {w.uuid: i for i, w in enumerate(task.workloads)}
-            items.sort(key=lambda t: order.get(t.workload.uuid, len(order)))
+        rank = _workload_rank(task_name)
+        items.sort(key=lambda t: rank(t.workload.uuid))
     return dict(sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] == BASELINE_SOLUTION, kv[0][1])))
 
 
@@ -338,10 +343,9 @@ def run_latencies(runs: Sequence[Sequence[Trace]]) -> dict[str, dict[str, dict[s
             row = out.setdefault(t.definition, {}).setdefault(t.solution, {})
             row.setdefault(t.workload.uuid, []).append(latency_ms(t))
     for task_name, by_solution in out.items():
-        task = _task(task_name)
-        order = {w.uuid: i for i, w in enumerate(task.workloads)} if task is not None else {}
+        rank = _workload_rank(task_name)
         for solution, rows in by_solution.items():
-            by_solution[solution] = dict(sorted(rows.items(), key=lambda kv: order.get(kv[0], len(order))))
+            by_solution[solution] = dict(sorted(rows.items(), key=lambda kv: rank(kv[0])))
     return out
 
 
