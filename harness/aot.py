@@ -85,12 +85,21 @@ def capture_launches(entry: Callable, arguments: Sequence[Any]) -> list[Launch]:
             )
         )
 
-    original = InterpretedFunction.run
-    InterpretedFunction.run = record
+    # Gluon kernels are never interpreted (gluon.jit makes a GluonJITFunction under the interpreter too): a
+    # solution launches them only where it targets a GPU that runs them, and they are recorded the same way
+    try:
+        from triton.experimental.gluon._runtime import GluonJITFunction
+    except ImportError:
+        GluonJITFunction = None
+    patched = [cls for cls in (InterpretedFunction, GluonJITFunction) if cls is not None]
+    originals = [cls.run for cls in patched]
+    for cls in patched:
+        cls.run = record
     try:
         entry(*arguments)
     finally:
-        InterpretedFunction.run = original
+        for cls, original in zip(patched, originals, strict=True):
+            cls.run = original
     return launches
 
 
@@ -132,39 +141,58 @@ def _resources(cubin: bytes) -> dict[str, int | None]:
     )
 
 
-def _build_one(launch: Launch, arch: int, seen: set[str]) -> dict[str, Any] | None:
-    """Compile one launch; None when an identical specialization was built already."""
+def compile_for(
+    fn: Any, args: Sequence[Any], kwargs: dict[str, Any], arch: int, seen: set[str] | None = None
+):
+    """Compile a Triton (or Gluon) jit function for sm_<arch> as its launch with these arguments would, without a
+    GPU: the compiled kernel, or None when `seen` already holds an identical specialization (which it records)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, make_backend
     from triton.runtime.jit import create_function_from_signature
 
+    target = GPUTarget("cuda", arch, 32)
+    backend = make_backend(target)
+    binder = create_function_from_signature(fn.signature, fn.params, backend)
+    bound, specialization, options = binder(*args, **kwargs)
+    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, specialization, options)
+    key = repr(
+        (
+            fn.fn.__code__.co_filename,
+            fn.__name__,
+            signature,
+            constexprs,
+            attrs,
+            sorted(options.__dict__.items()),
+        )
+    )
+    if seen is not None:
+        if key in seen:
+            return None
+        seen.add(key)
+    source = ASTSource
+    if getattr(fn, "is_gluon", lambda: False)():  # Gluon kernels lower from their own AST source
+        from triton.experimental.gluon._runtime import GluonASTSource as source
+    return triton.compile(source(fn, signature, constexprs, attrs), target=target, options=options.__dict__)
+
+
+def kernel_resources(kernel: Any) -> dict[str, int | None]:
+    """Shared memory (bytes), registers and stack of a compiled kernel."""
+    return {"shared": kernel.metadata.shared, **_resources(kernel.asm["cubin"])}
+
+
+def _build_one(launch: Launch, arch: int, seen: set[str]) -> dict[str, Any] | None:
+    """Compile one launch; None when an identical specialization was built already."""
     from harness.tasks import load_module
 
     module = load_module(Path(launch.module_file), f"_aot_{Path(launch.module_file).parent.name}")
     fn = getattr(module, launch.kernel)
-    target = GPUTarget("cuda", arch, 32)
-    backend = make_backend(target)
-    binder = create_function_from_signature(fn.signature, fn.params, backend)
     args = [_rebuild(a) for a in launch.args]
     kwargs = {k: _rebuild(v) for k, v in launch.kwargs.items()}
-    bound, specialization, options = binder(*args, **kwargs)
-    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, specialization, options)
-    key = repr(
-        (launch.module_file, launch.kernel, signature, constexprs, attrs, sorted(options.__dict__.items()))
-    )
-    if key in seen:
+    kernel = compile_for(fn, args, kwargs, arch, seen)
+    if kernel is None:
         return None
-    seen.add(key)
-    kernel = triton.compile(
-        ASTSource(fn, signature, constexprs, attrs), target=target, options=options.__dict__
-    )
-    return {
-        "kernel": launch.kernel,
-        "arch": arch,
-        "shared": kernel.metadata.shared,
-        **_resources(kernel.asm["cubin"]),
-    }
+    return {"kernel": launch.kernel, "arch": arch, **kernel_resources(kernel)}
 
 
 def _child_main(path: str, arch: int) -> None:

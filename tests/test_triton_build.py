@@ -79,6 +79,15 @@ def test_077_builds_carry_the_gpu_launch_constexprs():
     assert launches and all(launch.kwargs.get("PDL") == 1 for launch in launches)
 
 
+def test_077_attention_is_gluon_on_sm90a_only():
+    """sm_90a (H200) records the warp-specialized Gluon attention, sm_100a (B200: no wgmma) the tl kernel."""
+    names = {arch: {launch.kernel for launch in _launches("077", arch)} for arch in ("sm_90a", "sm_100a")}
+    assert "_window_attention_gluon_kernel" in names["sm_90a"]
+    assert "_window_attention_persistent_kernel" not in names["sm_90a"]
+    assert "_window_attention_persistent_kernel" in names["sm_100a"]
+    assert "_window_attention_gluon_kernel" not in names["sm_100a"]
+
+
 def test_075_builds_carry_the_split_launch_constexprs():
     """The build of 075's split pairs is what a GPU launches: every shape here splits (a persistent launch of
     phases 1-6, then phase 7), and the phase-7 launch waits for the persistent one (programmatic dependent
@@ -200,3 +209,27 @@ def test_check_solution_build_rejects_an_unknown_arch():
 
     with pytest.raises(HarnessError, match="--arch"):
         check_solution_build(SOLUTION_074, ["sm_80"])
+
+
+def test_077_gluon_attention_probe_builds_for_sm90a():
+    """The Gluon probe (warp-specialized attention core) compiles for the H200 without a GPU, within the limits."""
+    import json
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton.experimental.gluon")
+    probe = PROJECT_ROOT / "solutions" / "077_sam_hq_vision_encoder_window_partition_attention" / "triton_fused"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not interpreted
+    done = subprocess.run(
+        [sys.executable, str(probe / "gluon_attn_probe.py"), "--compile-only"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [r["kernel"] for r in rows] == ["gluon_ws", "triton_bm128_w8"]
+    for row in rows:
+        assert 0 < row["shared"] <= SHARED_LIMIT[90], row
+        assert row["registers"] is not None and row["registers"] <= REGISTER_LIMIT, row

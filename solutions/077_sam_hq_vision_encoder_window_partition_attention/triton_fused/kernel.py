@@ -47,6 +47,7 @@ from __future__ import annotations
 import bisect
 import functools
 import inspect
+import os
 from dataclasses import dataclass
 
 import torch
@@ -93,6 +94,13 @@ ATTN_CONFIGS: dict[str, tuple] = {
     "fp16": ("persistent", 128, 256, 2, 8, 2, 1),
     "tf32": (128, 64, 2, 8, 1),
 }
+#: fp16 on sm_90 (H200, H100) where Triton has Gluon: the warp-specialized Gluon attention ("gluon", consumer
+#: registers, loader registers, Q tile sets) instead of ATTN_CONFIGS["fp16"], which stays for every other GPU (B200: sm_100
+#: has no wgmma), the interpreter and tune.py's attention search. None: the tl kernel everywhere.
+GLUON_ATTENTION: tuple | None = ("gluon", 224, 56, 2)
+#: The CPU path (interpreter; `solbench build`'s recording on meta tensors) plans for the GPU this environment
+#: variable names (the harness sets it per architecture it builds for).
+TARGET_ARCH_ENV = "SOLBENCH_TARGET_ARCH"
 #: LayerNorm: (rows per program, num_warps).
 LN_CONFIG: tuple[int, int] = (4, 4)
 #: Elements per program of the fp32 -> fp16 weight conversion (divides every weight's size).
@@ -676,6 +684,282 @@ def _window_attention_persistent_kernel(
         )
 
 
+# ------------------------------------------------------------------------- window attention in Gluon (sm_90)
+# Gluon (triton.experimental.gluon, inside Triton 3.6: the H200's and the official environment's) expresses
+# what tl does not on sm_90: warp specialization with register budgets, mbarriers and asynchronous wgmma.
+# Session 19's probe (gluon_attn_probe.py) ran the attention core 1.65x faster this way than as one tl kernel.
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy as _gl_cp
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared as _gl_fence,
+    )
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        mbarrier as _gl_bar,
+    )
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        warpgroup_mma as _gl_mma,
+    )
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        warpgroup_mma_wait as _gl_mma_wait,
+    )
+
+    # cp.async into shared memory: async_copy_global_to_shared in Triton 3.6 (the H200's and the official
+    # environment's), renamed async_load by 3.9 (CI's), where the old name raises
+    _gl_cp_load = getattr(_gl_cp, "async_load", None) or _gl_cp.async_copy_global_to_shared
+    _gl_sync = getattr(gl, "thread_barrier", None) or gl.barrier  # the partition's threads (renamed by 3.9)
+except ImportError:  # a Triton without Gluon's Hopper API: the tl kernels only
+    gluon = None
+
+if gluon is not None:
+
+    @gluon.jit
+    def _ga_landed(kv_ready, q_ready, s, qb, PENDING: gl.constexpr):
+        """Signal one item's five copy groups (K | V, then its four Q tiles), the oldest in flight, as each
+        lands: once PENDING + 4, ..., PENDING groups are left, every loader thread's copies of the group are
+        visible to the async proxy (the consumers' wgmma) and one thread arrives."""
+        _gl_cp.wait_group(PENDING + 4)
+        _gl_sync()
+        _gl_fence()
+        _gl_bar.arrive(kv_ready.index(s))
+        for t in gl.static_range(4):
+            _gl_cp.wait_group(PENDING + 3 - t)
+            _gl_sync()
+            _gl_fence()
+            _gl_bar.arrive(q_ready.index(qb * 4 + t))
+
+    @gluon.jit
+    def _ga_loader(
+        qkv_ptr, q_smem, k_smem, v_smem, q_ready, q_free, kv_ready, kv_free,
+        tok0, pad_row, H, W, n_wh, n_ww, band0, n_items, PDL: gl.constexpr, QS: gl.constexpr,
+    ):  # fmt: skip
+        """4 warps: gather each item's K and V (two stages) and its four 64-slot Q tiles (QS sets) by cp.async.
+
+        With two Q sets an item's copies are signalled after the next item's have been issued (two items in
+        flight); with one, right away (the next item's Q tiles wait for this item's consumers)."""
+        if PDL > 0:  # the previous kernel's writes (qkv) are visible after this
+            gl.inline_asm_elementwise(
+                "griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1
+            )
+        lay: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])  # [16 slots, 64 channels]
+        j = gl.arange(0, 16, layout=gl.SliceLayout(1, lay))
+        d = gl.arange(0, 64, layout=gl.SliceLayout(0, lay))
+        li = 0
+        for item in range(gl.program_id(0), n_items, gl.num_programs(0)):
+            head = item % 12  # heads fastest: concurrent programs share a window's rows in L2
+            win = item // 12
+            band = band0 + win // n_ww
+            img_row0 = (band // n_wh) * H + (band % n_wh) * 14
+            win_row0 = (band % n_wh) * 14
+            win_col0 = (win % n_ww) * 14
+            col_ok = (j < 14) & (win_col0 + j < W)
+            base = qkv_ptr + head * 64 + d
+            s = li % 2
+            qb = li % QS
+            _gl_bar.wait(kv_free.index(s), ((li // 2) & 1) ^ 1)
+            for r in gl.static_range(16):  # slot row r of the 16 x 16 grid: window row r, columns 0..15
+                ok = col_ok & (r < 14) & (win_row0 + r < H)
+                row = gl.where(ok, (img_row0 + r) * W + win_col0 + j - tok0, pad_row)
+                ptr = base[None, :] + row[:, None] * 2304
+                _gl_cp_load(k_smem.index(s).slice(r * 16, 16), ptr + 768)
+                _gl_cp_load(v_smem.index(s).slice(r * 16, 16), ptr + 1536)
+            _gl_cp.commit_group()
+            for t in gl.static_range(4):
+                _gl_bar.wait(q_free.index(qb * 4 + t), ((li // QS) & 1) ^ 1)
+                for rr in gl.static_range(4):
+                    r = 4 * t + rr
+                    ok = col_ok & (r < 14) & (win_row0 + r < H)
+                    row = gl.where(ok, (img_row0 + r) * W + win_col0 + j - tok0, pad_row)
+                    ptr = base[None, :] + row[:, None] * 2304
+                    _gl_cp_load(q_smem.index(qb * 4 + t).slice(rr * 16, 16), ptr)
+                _gl_cp.commit_group()
+            if QS == 1:
+                _ga_landed(kv_ready, q_ready, s, qb, 0)
+            elif li > 0:  # the previous item's groups: the five oldest of ten in flight
+                _ga_landed(kv_ready, q_ready, (li - 1) % 2, (li - 1) % QS, 5)
+            li += 1
+        if QS > 1:
+            if li > 0:
+                _ga_landed(kv_ready, q_ready, (li - 1) % 2, (li - 1) % QS, 0)
+
+    @gluon.jit
+    def _ga_consumer(
+        o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
+        tok0, H, W, n_wh, n_ww, band0, n_items, WG: gl.constexpr, O_STRIDE: gl.constexpr, QS: gl.constexpr,
+    ):  # fmt: skip
+        """One warpgroup: query tiles WG and WG + 2 (64 slots each) of every item of this program, against the
+        item's 256 key slots in one block (no online softmax)."""
+        NEG: gl.constexpr = -30000.0  # exact in fp16; far below any logit
+        C: gl.constexpr = 0.18033688011112042  # log2(e) / 8
+        s_l: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 256, 16]
+        )
+        t_l: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16]
+        )
+        a_l: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 16]
+        )
+        a_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_l, k_width=2)
+        p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_l, k_width=2)
+        li = 0
+        for item in range(gl.program_id(0), n_items, gl.num_programs(0)):
+            head = item % 12
+            win = item // 12
+            band = band0 + win // n_ww
+            img_row0 = (band // n_wh) * H + (band % n_wh) * 14
+            win_row0 = (band % n_wh) * 14
+            win_col0 = (win % n_ww) * 14
+            s = li % 2
+            _gl_bar.wait(kv_ready.index(s), (li // 2) & 1)
+            for tt in gl.static_range(2):
+                t = WG + 2 * tt
+                q_t = q_smem.index((li % QS) * 4 + t)
+                _gl_bar.wait(q_ready.index((li % QS) * 4 + t), (li // QS) & 1)
+                # 8 x the bias columns [A_h | A_w] of the tile's queries from T = q [Rh^T | Rw^T]:
+                # c < 16: A_h[i, c] = T[i, qh + 13 - c]; c >= 16: A_w[i, c - 16] = T[i, 32 + qw + 13 - (c - 16)];
+                # columns of kh or kw 14, 15 (not window slots) get NEG
+                tab = _gl_mma(q_t, rt_smem, gl.zeros([64, 64], gl.float32, t_l), use_acc=False, is_async=True)
+                tab = _gl_mma_wait(num_outstanding=0, deps=(tab,))
+                qs = t * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, a_l))
+                c = gl.arange(0, 32, layout=gl.SliceLayout(0, a_l))[None, :]
+                idx = gl.where(c < 16, gl.maximum((qs // 16)[:, None] + 13 - c % 16, 0),
+                               32 + gl.maximum((qs % 16)[:, None] + 13 - c % 16, 0))  # fmt: skip
+                a = gl.gather(gl.convert_layout(tab, a_l), idx, 1) * 8.0
+                a = gl.where(c % 16 >= 14, NEG, a)
+                a_hi = a.to(gl.float16)
+                a_lo = (a - a_hi.to(gl.float32)).to(gl.float16)  # hi + lo = a to ~2^-22 relative
+                # s' = q.k + 8 bias: the bias through the one-hot product [A_h | A_w] E
+                acc = _gl_mma(q_t, k_smem.index(s).permute((1, 0)), gl.zeros([64, 256], gl.float32, s_l),
+                              use_acc=False, is_async=True)  # fmt: skip
+                acc = _gl_mma(gl.convert_layout(a_hi, a_op), e_smem, acc, is_async=True)
+                acc = _gl_mma(gl.convert_layout(a_lo, a_op), e_smem, acc, is_async=True)
+                acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
+                _gl_bar.arrive(q_free.index((li % QS) * 4 + t))  # q is read for the last time
+                m = gl.max(acc, axis=1)
+                p = gl.exp2(acc * C - gl.expand_dims(m * C, 1))
+                l_i = gl.sum(p, axis=1)
+                o = _gl_mma(gl.convert_layout(p.to(gl.float16), p_op), v_smem.index(s),
+                            gl.zeros([64, 64], gl.float32, t_l), use_acc=False, is_async=True)  # fmt: skip
+                o = _gl_mma_wait(num_outstanding=0, deps=(o,))
+                o = o * gl.expand_dims(gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, t_l)), 1)
+                # o at its tokens' rows; padded query slots are not stored
+                qs_o = t * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, t_l))
+                ok_o = (
+                    (qs_o // 16 < 14)
+                    & (qs_o % 16 < 14)
+                    & (win_row0 + qs_o // 16 < H)
+                    & (win_col0 + qs_o % 16 < W)
+                )
+                row_o = (img_row0 + qs_o // 16) * W + win_col0 + qs_o % 16 - tok0
+                d_o = gl.arange(0, 64, layout=gl.SliceLayout(0, t_l))
+                gl.store(o_ptr + (row_o * O_STRIDE + head * 64)[:, None] + d_o[None, :], o.to(gl.float16),
+                         mask=ok_o[:, None])  # fmt: skip
+            _gl_bar.arrive(kv_free.index(s))
+            li += 1
+
+    @gluon.jit
+    def _ga_wg1(
+        o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
+        tok0, H, W, n_wh, n_ww, band0, n_items, O_STRIDE: gl.constexpr, QS: gl.constexpr,
+    ):  # fmt: skip
+        _ga_consumer(
+            o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
+            tok0, H, W, n_wh, n_ww, band0, n_items, 1, O_STRIDE, QS,
+        )  # fmt: skip
+
+    @gluon.jit
+    def _ga_wg0(
+        o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
+        tok0, H, W, n_wh, n_ww, band0, n_items, O_STRIDE: gl.constexpr, QS: gl.constexpr,
+    ):  # fmt: skip
+        _ga_consumer(
+            o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
+            tok0, H, W, n_wh, n_ww, band0, n_items, 0, O_STRIDE, QS,
+        )  # fmt: skip
+
+    @gluon.jit(do_not_specialize=["tok0", "pad_row", "H", "W", "n_wh", "n_ww", "band0", "n_items"])
+    def _window_attention_gluon_kernel(
+        qkv_ptr,  # [pad_row + 1, 2304] fp16, as the persistent tl kernel's
+        o_ptr,  # [pad_row, 768] fp16, row stride O_STRIDE (o in place of q)
+        rel_h_ptr,  # [27, 64] fp32
+        rel_w_ptr,  # [27, 64] fp32
+        tok0, pad_row, H, W, n_wh, n_ww, band0,
+        n_items,  # windows x 12 heads
+        O_STRIDE: gl.constexpr = 768,
+        CONSUMER_REGS: gl.constexpr = 232,
+        LOADER_REGS: gl.constexpr = 40,
+        QS: gl.constexpr = 2,  # Q tile sets: 2 keeps two items' copies in flight (32 KB of shared memory more)
+        PDL: gl.constexpr = 0,
+    ):  # fmt: skip
+        """Window attention on sm_90: per program one cp.async loader warpgroup and two consumer warpgroups,
+        persistent over (window, head) items; each consumer takes two of an item's four 64-slot query tiles.
+
+        The maths is the persistent tl kernel's with one 256-slot key block (BIAS_MODE 2): s' = q.k + 8 bias,
+        the bias through a one-hot product [A_h | A_w] E with A as fp16 hi + lo, p = exp2(log2(e) / 8 (s' -
+        max)), o = (P V) / l. The one-hot E and the rel-pos tables are built before the PDL wait."""
+        blk: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+        # E [32, 256]: row c < 16 is 1 where the slot's row is c, row c >= 16 where its column is c - 16 (exact in fp16)
+        er = gl.arange(0, 32, layout=gl.SliceLayout(1, blk))[:, None]
+        ec = gl.arange(0, 256, layout=gl.SliceLayout(0, blk))[None, :]
+        e = gl.where(er < 16, (ec // 16) == er, (ec % 16) == er - 16).to(gl.float16)
+        e_smem = gl.allocate_shared_memory(
+            gl.float16, [32, 256], gl.NVMMASharedLayout.get_default_for([32, 256], gl.float16), e
+        )
+        # RT [64, 64]: column r < 27: Rh[r, :]; 32 + r: Rw[r, :]; the rest zero (fp16, like q)
+        rd = gl.arange(0, 64, layout=gl.SliceLayout(1, blk))[:, None]
+        rc = gl.arange(0, 64, layout=gl.SliceLayout(0, blk))[None, :]
+        rr = rc % 32
+        rh = gl.load(rel_h_ptr + rr * 64 + rd, mask=(rc < 32) & (rr < 27), other=0.0)
+        rw = gl.load(rel_w_ptr + rr * 64 + rd, mask=(rc >= 32) & (rr < 27), other=0.0)
+        rt_smem = gl.allocate_shared_memory(
+            gl.float16,
+            [64, 64],
+            gl.NVMMASharedLayout.get_default_for([64, 64], gl.float16),
+            (rh + rw).to(gl.float16),
+        )
+        lay64: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.float16)
+        lay256: gl.constexpr = gl.NVMMASharedLayout.get_default_for([256, 64], gl.float16)
+        q_smem = gl.allocate_shared_memory(gl.float16, [QS * 4, 64, 64], lay64)
+        k_smem = gl.allocate_shared_memory(gl.float16, [2, 256, 64], lay256)
+        v_smem = gl.allocate_shared_memory(gl.float16, [2, 256, 64], lay256)
+        q_ready = gl.allocate_shared_memory(gl.int64, [QS * 4, 1], _gl_bar.MBarrierLayout())
+        q_free = gl.allocate_shared_memory(gl.int64, [QS * 4, 1], _gl_bar.MBarrierLayout())
+        kv_ready = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
+        kv_free = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
+        for i in gl.static_range(QS * 4):
+            _gl_bar.init(q_ready.index(i), count=1)
+            _gl_bar.init(q_free.index(i), count=1)
+        for i in gl.static_range(2):
+            _gl_bar.init(kv_ready.index(i), count=1)
+            _gl_bar.init(kv_free.index(i), count=2)  # both consumers
+        _gl_fence()
+        # the argument tuples are written out in the call: a tuple held in a variable turns its constexprs into
+        # tensors (Triton 3.6), and the partitions need O_STRIDE and QS as constexprs
+        gl.warp_specialize(
+            [
+                (
+                    _ga_wg0,
+                    (o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
+                     tok0, H, W, n_wh, n_ww, band0, n_items, O_STRIDE, QS),
+                ),
+                (
+                    _ga_wg1,
+                    (o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
+                     tok0, H, W, n_wh, n_ww, band0, n_items, O_STRIDE, QS),
+                ),
+                (
+                    _ga_loader,
+                    (qkv_ptr, q_smem, k_smem, v_smem, q_ready, q_free, kv_ready, kv_free,
+                     tok0, pad_row, H, W, n_wh, n_ww, band0, n_items, PDL, QS),
+                ),
+            ],
+            [4, 4],
+            [CONSUMER_REGS, LOADER_REGS],
+        )  # fmt: skip
+
+
 # --------------------------------------------------------------------------------------------- wrappers
 # Each *_launch function returns (kernel, grid, args, kwargs) without launching: forward() prepares every
 # launch of the call (views, TMA descriptors) first and then issues them back to back, so the GPU is not
@@ -971,6 +1255,17 @@ def _window_attention_launch(
     n_wh, n_ww = triton.cdiv(height, WINDOW), triton.cdiv(width, WINDOW)
     if o.stride(1) != 1:
         raise ValueError("attention output: expected unit column stride")
+    if cfg[0] == "gluon":
+        _, consumer_regs, loader_regs, q_sets = cfg
+        if qkv.dtype != torch.float16:
+            raise ValueError("the Gluon window attention takes fp16 q, k, v")
+        n_items = n_bands * n_ww * HEADS
+        args = (qkv, o, rel_pos_h, rel_pos_w, tok0, n_tok, height, width, n_wh, n_ww, band0, n_items)
+        pdl = _pdl_meta(qkv.device)
+        meta = dict(
+            O_STRIDE=o.stride(0), CONSUMER_REGS=consumer_regs, LOADER_REGS=loader_regs, num_warps=4, **pdl
+        )
+        return _window_attention_gluon_kernel, (min(n_items, _num_sms(qkv.device)),), args, meta
     if cfg[0] == "persistent":
         _, block_m, block_n, bias_mode, warps, stages, ctas_per_sm = cfg
         if qkv.dtype != torch.float16:
@@ -995,6 +1290,16 @@ def _window_attention_launch(
         O_STRIDE=o.stride(0),
     )  # fmt: skip
     return _window_attention_kernel, grid, args, {**meta, **_pdl_meta(qkv.device)}
+
+
+def gluon_attention_ok(device: torch.device) -> bool:
+    """Whether the Gluon attention runs for this device: an sm_90 GPU (compute capability 9.0) with Gluon in
+    Triton; on meta tensors (a build's recording) when the targeted architecture is sm_90a."""
+    if gluon is None:
+        return False
+    if device.type == "cuda":
+        return torch.cuda.get_device_capability(device) == (9, 0)
+    return device.type == "meta" and os.environ.get(TARGET_ARCH_ENV) == "sm_90a"
 
 
 def _window_attention(*args) -> None:
@@ -1163,6 +1468,8 @@ def forward(
         raise ValueError("output: expected a contiguous tensor")
     op_dtype = torch.float32 if precision == "tf32" else torch.float16
     gemm, attn_cfg = GEMM_CONFIGS[precision], ATTN_CONFIGS[precision]
+    if precision == "fp16" and GLUON_ATTENTION is not None and gluon_attention_ok(hidden_states.device):
+        attn_cfg = GLUON_ATTENTION
     batch, height, width, channels = hidden_states.shape
     if channels != HIDDEN:
         raise ValueError(f"hidden_states: expected {HIDDEN} channels, got {channels}")
