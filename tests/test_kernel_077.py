@@ -384,6 +384,39 @@ def test_odd_images_gpu(batch, height, width):
     _check_block("fp16", batch, height, width)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
+@pytest.mark.parametrize(
+    ("batch", "height", "width", "band0", "n_bands"),
+    [(1, 5, 9, 0, 1), (3, 29, 43, 0, 9), (1, 14, 300, 0, 1), (2, 43, 29, 1, 4), (1, 70, 70, 2, 3)],
+    ids=["small", "odd", "wide", "chunk-offset", "chunk-tail"],
+)
+def test_gluon_attention_matches_tl_gpu(batch, height, width, band0, n_bands):
+    """The Gluon attention (sm_90) against the tl kernel on one chunk's qkv: padded keys, slots outside the
+    window, image edges, a chunk starting at band0 > 0 (tok0 > 0); every real query written (NaN-poisoned o).
+    forward() runs it with o in place of q (test_odd_images_gpu)."""
+    if not kernel.gluon_attention_ok(torch.device("cuda")):
+        pytest.skip("the Gluon attention runs on sm_90 only")
+    n_wh = math.ceil(height / 14)
+    rows = [min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0, band0 + n_bands)]
+    tok0 = sum(min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0)) * width
+    n_tok = sum(rows) * width
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    bias = torch.randn(kernel.QKV_DIM, device="cuda", generator=gen).half()
+    qkv = torch.cat([torch.randn(n_tok, kernel.QKV_DIM, device="cuda", generator=gen).half(), bias[None]])
+    rel_h, rel_w = torch.randn(2, kernel.REL_SIZE, kernel.HEAD_DIM, device="cuda", generator=gen)
+    outs = []
+    for cfg in (kernel.ATTN_CONFIGS["fp16"], kernel.GLUON_ATTENTION):
+        o = torch.full((n_tok, kernel.HIDDEN), math.nan, device="cuda", dtype=torch.float16)
+        kernel._window_attention(
+            qkv, o, bias.float(), rel_h, rel_w, tok0, n_tok, height, width, band0, n_bands, cfg
+        )
+        outs.append(o.float())
+    torch.cuda.synchronize()
+    assert torch.isfinite(outs[1]).all()
+    assert (outs[1] - outs[0]).abs().max().item() < 4e-3
+
+
 @pytest.mark.parametrize(
     ("batch", "height", "width", "max_tokens"),
     [
