@@ -859,26 +859,6 @@ if gluon is not None:
             _gl_bar.arrive(kv_free.index(s))
             li += 1
 
-    @gluon.jit
-    def _ga_wg1(
-        o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
-        tok0, H, W, n_wh, n_ww, band0, n_items, O_STRIDE: gl.constexpr, QS: gl.constexpr,
-    ):  # fmt: skip
-        _ga_consumer(
-            o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
-            tok0, H, W, n_wh, n_ww, band0, n_items, 1, O_STRIDE, QS,
-        )  # fmt: skip
-
-    @gluon.jit
-    def _ga_wg0(
-        o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
-        tok0, H, W, n_wh, n_ww, band0, n_items, O_STRIDE: gl.constexpr, QS: gl.constexpr,
-    ):  # fmt: skip
-        _ga_consumer(
-            o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
-            tok0, H, W, n_wh, n_ww, band0, n_items, 0, O_STRIDE, QS,
-        )  # fmt: skip
-
     @gluon.jit(do_not_specialize=["tok0", "pad_row", "H", "W", "n_wh", "n_ww", "band0", "n_items"])
     def _window_attention_gluon_kernel(
         qkv_ptr,  # [pad_row + 1, 2304] fp16, as the persistent tl kernel's
@@ -940,14 +920,14 @@ if gluon is not None:
         gl.warp_specialize(
             [
                 (
-                    _ga_wg0,
+                    _ga_consumer,
                     (o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
-                     tok0, H, W, n_wh, n_ww, band0, n_items, O_STRIDE, QS),
+                     tok0, H, W, n_wh, n_ww, band0, n_items, 0, O_STRIDE, QS),
                 ),
                 (
-                    _ga_wg1,
+                    _ga_consumer,
                     (o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
-                     tok0, H, W, n_wh, n_ww, band0, n_items, O_STRIDE, QS),
+                     tok0, H, W, n_wh, n_ww, band0, n_items, 1, O_STRIDE, QS),
                 ),
                 (
                     _ga_loader,
