@@ -15,7 +15,8 @@ T tokens, seven launches, all prepared before the first one is issued (fp16, COM
     1. LN1(x), a zero row          -> a   [T + 1, 768]  fp16, in the chunk's rows of the fp32 output (free
                                                         until 4); chunk 0 also converts the weights
     2. a Wqkv^T + bqkv             -> qkv [T + 1, 2304] fp16; row T = the padded token's q, k, v
-    3. window attention(qkv)       -> o = qkv[:, :768]  over q (each q is read by one item, then replaced)
+    3. window attention(qkv)       -> o = qkv[:, :768]  over q (each q is read by one item, then replaced);
+                                                     in Gluon on sm_90 (GLUON_ATTENTION), tl elsewhere
     4. x + o Wp^T + bp + b2        -> out [T, 768]   fp32 (x1 + b2 lives in the output)
     5. LN2(out - b2)               -> a2  [T, 768]   at the start of qkv's space (qkv is dead after 4)
     6. gelu(a2 W1^T + b1)          -> h   [T, 3072]  after a2 in qkv's space
