@@ -9,7 +9,9 @@ Phases (about 1.5 minutes on an H200, Triton compilation included):
      against a PyTorch / fallback-kernel result on the same data, time it (CUDA events, L2 flushed before
      each call, median of 10), keep the fastest correct one. Stages: the prologue (LayerNorm 1 + weight
      conversion), the four Triton GEMMs (the MLP down-projection's config applies with MLP2_GEMM "triton";
-     the default runs it on cuBLAS), the window attention;
+     the default runs it on cuBLAS), the window attention (the tl kernel: ATTN_CONFIGS["fp16"], what
+     sm_100 and the fallback run; the Gluon attention that sm_90 runs, GLUON_ATTENTION, is not searched here,
+     and steps 2 and 3 run it on an H200 as forward() does);
   2. end to end, the stage winners ("new") on all 16 official workloads (seed 200, inputs the official way,
      compute_error_stats): accepted when every workload passes with >= 99.99 % matched; otherwise the
      last measured configuration ("prev": the current defaults), then the first committed one ("orig":
@@ -25,7 +27,8 @@ A configuration that fails to compile or computes wrong numbers is reported and 
 
 --sweep instead: the attention variants (ATTN_SWEEP) at the search shape, then end to end on the 16
 official workloads the scratch plans "new" (the memory-bounded defaults), "old" (the previous chunking),
-"x1.1" (WORKSPACE_RATIO 1.1) and the fastest attention variant: correctness, peak memory, official timer.
+"x1.1" (WORKSPACE_RATIO 1.1) and the fastest attention variant (the tl kernel, with GLUON_ATTENTION off for that
+variant): correctness, peak memory, official timer.
 
     python .../tune.py --ab 'pdl0={"PDL": 0}' --ab 'pdl1={"PDL": 1}' --ab-workloads 16,2,5,4 --out FILE.json
 
@@ -604,9 +607,10 @@ def sweep_end_to_end(task, workloads: list, variants: list, deadline: float, ite
                 "launches": sp.launches,
                 "planned_scratch_over_input": sp.ratio,
             }
-            saved = kernel.ATTN_CONFIGS["fp16"]
-            if attn is not None:
+            saved = kernel.ATTN_CONFIGS["fp16"], kernel.GLUON_ATTENTION
+            if attn is not None:  # a tl attention variant: run it, not the Gluon kernel that sm_90 takes
                 kernel.ATTN_CONFIGS["fp16"] = tuple(attn)
+                kernel.GLUON_ATTENTION = None
             try:
                 out = torch.full_like(ref, float("nan"))
                 if DEVICE == "cuda":
@@ -636,7 +640,7 @@ def sweep_end_to_end(task, workloads: list, variants: list, deadline: float, ite
             except Exception as exc:  # noqa: BLE001 - reported
                 entry["error"] = _short(exc)
             finally:
-                kernel.ATTN_CONFIGS["fp16"] = saved
+                kernel.ATTN_CONFIGS["fp16"], kernel.GLUON_ATTENTION = saved
             row["variants"][label] = entry
             ms = f"{entry['ms']:8.3f} ms" if "ms" in entry else "       - ms"
             log(
