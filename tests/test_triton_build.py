@@ -217,14 +217,17 @@ def test_077_gluon_attention_probe_builds_for_sm90a():
     import subprocess
     import sys
 
+    from harness import child_env
+
     pytest.importorskip("triton.experimental.gluon")
-    probe = PROJECT_ROOT / "solutions" / "077_sam_hq_vision_encoder_window_partition_attention" / "triton_fused"
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not interpreted
+    probe = (
+        PROJECT_ROOT / "solutions" / "077_sam_hq_vision_encoder_window_partition_attention" / "triton_fused"
+    )
     done = subprocess.run(
         [sys.executable, str(probe / "gluon_attn_probe.py"), "--compile-only"],
         capture_output=True,
         text=True,
-        env=env,
+        env=child_env(TRITON_INTERPRET=None),  # compiled, not interpreted
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
