@@ -96,8 +96,8 @@ ATTN_CONFIGS: dict[str, tuple] = {
     "tf32": (128, 64, 2, 8, 1),
 }
 #: fp16 on sm_90 (H200, H100) where Triton has Gluon: the warp-specialized Gluon attention ("gluon", consumer
-#: registers, loader registers, Q tile sets) instead of ATTN_CONFIGS["fp16"], which stays for every other GPU (B200: sm_100
-#: has no wgmma), the interpreter and tune.py's attention search. None: the tl kernel everywhere.
+#: registers, loader registers, Q tile sets) instead of ATTN_CONFIGS["fp16"], which stays for every other GPU
+#: (B200: sm_100 has no wgmma), the interpreter and tune.py's attention search. None: the tl kernel everywhere.
 GLUON_ATTENTION: tuple | None = ("gluon", 224, 56, 2)
 #: The CPU path (interpreter; `solbench build`'s recording on meta tensors) plans for the GPU this environment
 #: variable names (the harness sets it per architecture it builds for).
@@ -731,6 +731,14 @@ if gluon is not None:
             _gl_bar.arrive(q_ready.index(qb * 4 + t))
 
     @gluon.jit
+    def _ga_slot_row(base, j, col_ok, r, img_row0, win_row0, win_col0, H, W, tok0, pad_row):
+        """Addresses of slot row r's 16 tokens (window row r, columns j) in qkv: base + token row x 2304. Slots
+        outside the window or the image read the padded token's row, as the tl kernel's."""
+        ok = col_ok & (r < 14) & (win_row0 + r < H)
+        row = gl.where(ok, (img_row0 + r) * W + win_col0 + j - tok0, pad_row)
+        return base[None, :] + row[:, None] * 2304
+
+    @gluon.jit
     def _ga_loader(
         qkv_ptr, q_smem, k_smem, v_smem, q_ready, q_free, kv_ready, kv_free,
         tok0, pad_row, H, W, n_wh, n_ww, band0, n_items, PDL: gl.constexpr, QS: gl.constexpr,
@@ -760,19 +768,16 @@ if gluon is not None:
             qb = li % QS
             _gl_bar.wait(kv_free.index(s), ((li // 2) & 1) ^ 1)
             for r in gl.static_range(16):  # slot row r of the 16 x 16 grid: window row r, columns 0..15
-                ok = col_ok & (r < 14) & (win_row0 + r < H)
-                row = gl.where(ok, (img_row0 + r) * W + win_col0 + j - tok0, pad_row)
-                ptr = base[None, :] + row[:, None] * 2304
+                ptr = _ga_slot_row(base, j, col_ok, r, img_row0, win_row0, win_col0, H, W, tok0, pad_row)
                 _gl_cp_load(k_smem.index(s).slice(r * 16, 16), ptr + 768)
                 _gl_cp_load(v_smem.index(s).slice(r * 16, 16), ptr + 1536)
             _gl_cp.commit_group()
             for t in gl.static_range(4):
                 _gl_bar.wait(q_free.index(qb * 4 + t), ((li // QS) & 1) ^ 1)
                 for rr in gl.static_range(4):
-                    r = 4 * t + rr
-                    ok = col_ok & (r < 14) & (win_row0 + r < H)
-                    row = gl.where(ok, (img_row0 + r) * W + win_col0 + j - tok0, pad_row)
-                    ptr = base[None, :] + row[:, None] * 2304
+                    ptr = _ga_slot_row(
+                        base, j, col_ok, 4 * t + rr, img_row0, win_row0, win_col0, H, W, tok0, pad_row
+                    )
                     _gl_cp_load(q_smem.index(qb * 4 + t).slice(rr * 16, 16), ptr)
                 _gl_cp.commit_group()
             if QS == 1:
