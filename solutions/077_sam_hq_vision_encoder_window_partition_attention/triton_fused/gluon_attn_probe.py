@@ -130,70 +130,6 @@ def _consumer(
 
 
 @gluon.jit
-def _wg1(
-    o_desc,
-    q_smem,
-    k_smem,
-    v_smem,
-    o_smem,
-    q_ready,
-    q_free,
-    kv_ready,
-    kv_free,
-    n_items,
-    qk_scale,
-    N_REAL: gl.constexpr,
-):
-    _consumer(
-        o_desc,
-        q_smem,
-        k_smem,
-        v_smem,
-        o_smem,
-        q_ready,
-        q_free,
-        kv_ready,
-        kv_free,
-        n_items,
-        qk_scale,
-        1,
-        N_REAL,
-    )
-
-
-@gluon.jit
-def _wg0(
-    o_desc,
-    q_smem,
-    k_smem,
-    v_smem,
-    o_smem,
-    q_ready,
-    q_free,
-    kv_ready,
-    kv_free,
-    n_items,
-    qk_scale,
-    N_REAL: gl.constexpr,
-):
-    _consumer(
-        o_desc,
-        q_smem,
-        k_smem,
-        v_smem,
-        o_smem,
-        q_ready,
-        q_free,
-        kv_ready,
-        kv_free,
-        n_items,
-        qk_scale,
-        0,
-        N_REAL,
-    )
-
-
-@gluon.jit
 def gluon_attn_kernel(
     q_desc,
     k_desc,
@@ -220,24 +156,47 @@ def gluon_attn_kernel(
         mbarrier.init(kv_ready.index(i), count=1)
         mbarrier.init(kv_free.index(i), count=2)
     fence_async_shared()
-    cargs = (
-        o_desc,
-        q_smem,
-        k_smem,
-        v_smem,
-        o_smem,
-        q_ready,
-        q_free,
-        kv_ready,
-        kv_free,
-        n_items,
-        qk_scale,
-        N_REAL,
-    )
+    # both consumers run _consumer with their warpgroup index; N_REAL reaches them as a runtime value, as it did
+    # in the measured build (there through a tuple variable, which turns constexprs into tensors)
+    n_real = gl.to_tensor(N_REAL)
     gl.warp_specialize(
         [
-            (_wg0, cargs),
-            (_wg1, cargs),
+            (
+                _consumer,
+                (
+                    o_desc,
+                    q_smem,
+                    k_smem,
+                    v_smem,
+                    o_smem,
+                    q_ready,
+                    q_free,
+                    kv_ready,
+                    kv_free,
+                    n_items,
+                    qk_scale,
+                    0,
+                    n_real,
+                ),
+            ),
+            (
+                _consumer,
+                (
+                    o_desc,
+                    q_smem,
+                    k_smem,
+                    v_smem,
+                    o_smem,
+                    q_ready,
+                    q_free,
+                    kv_ready,
+                    kv_free,
+                    n_items,
+                    qk_scale,
+                    1,
+                    n_real,
+                ),
+            ),
             (
                 _loader,
                 (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_free, kv_ready, kv_free, n_items),
