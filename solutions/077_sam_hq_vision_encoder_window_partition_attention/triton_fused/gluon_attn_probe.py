@@ -19,14 +19,13 @@ maths as one tl kernel (persistent, pipelined loads, 128 x 256 or 64 x 256 tiles
 """
 
 import argparse
-import importlib.util
 import json
 import math
 import os
-import statistics
 import sys
 import time
 import traceback
+from pathlib import Path
 
 import torch
 import triton
@@ -321,54 +320,25 @@ def check(fn, label, n, n_real=196):
     return worst
 
 
-class Timer:
-    """CUDA events around one call after a 2 x L2 flush and a GPU spin (tune.py's Timer); median of `iters`."""
-
-    def __init__(self):
-        self.flush = torch.empty(
-            2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.int8, device="cuda"
-        )
-
-    def ms(self, fn, iters=10, warmup=2):
-        for _ in range(warmup):
-            self.flush.zero_()
-            fn()
-        torch.cuda.synchronize()
-        st = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        en = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        for i in range(iters):
-            self.flush.zero_()
-            torch.cuda._sleep(400_000)
-            st[i].record()
-            fn()
-            en[i].record()
-        torch.cuda.synchronize()
-        return statistics.median(a.elapsed_time(b) for a, b in zip(st, en, strict=True))
+def _repository() -> None:
+    """Put the repository on sys.path (harness, tune.py's imports) when the probe runs as a script."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+    if root not in sys.path:
+        sys.path.insert(0, root)
 
 
-def shipped_stage(timer):
-    """077's shipped window attention at 2 x 256 x 256 (tune.py's attention case: bias and gathers included)."""
-    spec = importlib.util.spec_from_file_location("k077_probe", os.path.join(HERE, "kernel.py"))
-    kernel = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = kernel  # its dataclasses look their module up
-    spec.loader.exec_module(kernel)
-    b, h, w = 2, 256, 256
-    tokens = b * h * w
-    gen = torch.Generator(device="cuda").manual_seed(2)
-    bias = torch.randn(kernel.QKV_DIM, device="cuda", generator=gen).half().float()
-    qkv = torch.cat([torch.randn(tokens, kernel.QKV_DIM, device="cuda", generator=gen), bias[None]]).half()
-    o = torch.empty(tokens, kernel.HIDDEN, device="cuda", dtype=torch.float16)
-    rel_h, rel_w = torch.randn(2, kernel.REL_SIZE, kernel.HEAD_DIM, device="cuda", generator=gen)
-    n_bands = b * triton.cdiv(h, kernel.WINDOW)
-    cfg = kernel.ATTN_CONFIGS["fp16"]
-    return timer.ms(
-        lambda: kernel._window_attention(qkv, o, bias, rel_h, rel_w, 0, tokens, h, w, 0, n_bands, cfg)
-    )
+def load_tune():
+    """tune.py of this folder: its stage Timer (2 x L2 flushed, a GPU spin ahead of the events, median of 10)
+    and its attention case (the tl stage with its data) are this probe's timer and reference stage."""
+    _repository()
+    from harness.tasks import load_module
+
+    return load_module(Path(HERE) / "tune.py", "_tune077_probe")
 
 
 def compile_only() -> int:
     """Build the Gluon kernel and the Triton twin for sm_90a (no GPU); print their resources."""
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
+    _repository()
     from triton.tools.tensor_descriptor import TensorDescriptor as TlDescriptor
 
     from harness.aot import compile_for, kernel_resources
@@ -419,21 +389,25 @@ def main() -> int:
             log(name, "FAILED", traceback.format_exc()[-1500:])
             ok[name] = False
         save()
-    timer = Timer()
+    tune = load_tune()
+    timer = tune.Timer()
+    try:  # 077's tl attention stage at 2 x 256 x 256 (bias and gathers included), built once
+        stage, stage_cfg = tune._attn_case(2, 256, 256)[0], tune.kernel.ATTN_CONFIGS["fp16"]
+    except Exception:  # noqa: BLE001
+        log("shipped stage FAILED", traceback.format_exc()[-1500:])
+        stage = None
     n = 2 * 19 * 19 * 12  # the (window, head) items of a 2 x 256 x 256 call
     q, k, v, o = make(n)
     for rnd in range(3):
         for name, fn in variants.items():
             if ok[name]:
-                t = timer.ms(lambda fn=fn: fn(q, k, v, o, n))
+                t = timer.median_ms(lambda fn=fn: fn(q, k, v, o, n))
                 res["times"].setdefault(name, []).append(t)
                 log(f"round {rnd} {name}: {t:.4f} ms for {n} items")
-        try:
-            t = shipped_stage(timer)
+        if stage is not None:
+            t = timer.median_ms(lambda: stage(stage_cfg))
             res["times"].setdefault("shipped_077_stage", []).append(t)
             log(f"round {rnd} shipped 077 attention stage (2 x 256 x 256, bias and gathers): {t:.4f} ms")
-        except Exception:  # noqa: BLE001
-            log("shipped stage FAILED", traceback.format_exc()[-1500:])
         save()
     log(f"done in {time.time() - t0:.0f}s")
     save()
