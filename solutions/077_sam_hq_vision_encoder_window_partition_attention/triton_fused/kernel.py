@@ -96,9 +96,9 @@ ATTN_CONFIGS: dict[str, tuple] = {
     "tf32": (128, 64, 2, 8, 1),
 }
 #: fp16 on sm_90 (H200, H100) where Triton has Gluon: the warp-specialized Gluon attention ("gluon", consumer
-#: registers, loader registers, Q tile sets) instead of ATTN_CONFIGS["fp16"], which stays for every other GPU
+#: registers, loader registers) instead of ATTN_CONFIGS["fp16"], which stays for every other GPU
 #: (B200: sm_100 has no wgmma), the interpreter and tune.py's attention search. None: the tl kernel everywhere.
-GLUON_ATTENTION: tuple | None = ("gluon", 224, 56, 2)
+GLUON_ATTENTION: tuple | None = ("gluon", 232, 40)
 #: The CPU path (interpreter; `solbench build`'s recording on meta tensors) plans for the GPU this environment
 #: variable names (the harness sets it per architecture it builds for).
 TARGET_ARCH_ENV = "SOLBENCH_TARGET_ARCH"
@@ -716,19 +716,19 @@ except ImportError:  # a Triton without Gluon's Hopper API: the tl kernels only
 if gluon is not None:
 
     @gluon.jit
-    def _ga_landed(kv_ready, q_ready, s, qb, PENDING: gl.constexpr):
-        """Signal one item's five copy groups (K | V, then its four Q tiles), the oldest in flight, as each
-        lands: once PENDING + 4, ..., PENDING groups are left, every loader thread's copies of the group are
-        visible to the async proxy (the consumers' wgmma) and one thread arrives."""
-        _gl_cp.wait_group(PENDING + 4)
+    def _ga_landed(kv_ready, q_ready, s):
+        """Signal an item's five copy groups (K | V, then its four Q tiles) as each lands: once 4, ..., 0 groups
+        are left, every loader thread's copies of the group are visible to the async proxy (the consumers'
+        wgmma) and one thread arrives."""
+        _gl_cp.wait_group(4)
         _gl_sync()
         _gl_fence()
         _gl_bar.arrive(kv_ready.index(s))
         for t in gl.static_range(4):
-            _gl_cp.wait_group(PENDING + 3 - t)
+            _gl_cp.wait_group(3 - t)
             _gl_sync()
             _gl_fence()
-            _gl_bar.arrive(q_ready.index(qb * 4 + t))
+            _gl_bar.arrive(q_ready.index(t))
 
     @gluon.jit
     def _ga_slot_row(base, j, col_ok, r, img_row0, win_row0, win_col0, H, W, tok0, pad_row):
@@ -739,14 +739,38 @@ if gluon is not None:
         return base[None, :] + row[:, None] * 2304
 
     @gluon.jit
-    def _ga_loader(
-        qkv_ptr, q_smem, k_smem, v_smem, q_ready, q_free, kv_ready, kv_free,
-        tok0, pad_row, H, W, n_wh, n_ww, band0, n_items, PDL: gl.constexpr, QS: gl.constexpr,
-    ):  # fmt: skip
-        """4 warps: gather each item's K and V (two stages) and its four 64-slot Q tiles (QS sets) by cp.async.
+    def _ga_store_o(o_ptr, o_smem, o_ready, o_free, item, li, tok0, H, W, n_wh, n_ww, band0, O_STRIDE: gl.constexpr):
+        """4 warps: store one item's four o tiles from shared memory (16-byte stores), one window row (16 slots)
+        at a time; padded query slots are not stored."""
+        st_l: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])  # [16 slots, 64 channels]
+        head = item % 12
+        win = item // 12
+        band = band0 + win // n_ww
+        img_row0 = (band // n_wh) * H + (band % n_wh) * 14
+        win_row0 = (band % n_wh) * 14
+        win_col0 = (win % n_ww) * 14
+        j = gl.arange(0, 16, layout=gl.SliceLayout(1, st_l))
+        d = gl.arange(0, 64, layout=gl.SliceLayout(0, st_l))
+        col_ok = (j < 14) & (win_col0 + j < W)
+        for t in gl.static_range(4):  # tile t: consumer t % 2, its tile t // 2
+            _gl_bar.wait(o_ready.index((t % 2) * 2 + t // 2), li & 1)
+            for r in gl.static_range(4):  # window row 4 t + r
+                v = o_smem.index((t % 2) * 2 + t // 2).slice(16 * r, 16).load(st_l)
+                ok = col_ok & (4 * t + r < 14) & (win_row0 + 4 * t + r < H)
+                row = (img_row0 + 4 * t + r) * W + win_col0 + j - tok0
+                gl.store(o_ptr + (row * O_STRIDE + head * 64)[:, None] + d[None, :], v, mask=ok[:, None])
+            _gl_sync()  # every thread's reads of the buffer are done
+            _gl_bar.arrive(o_free.index((t % 2) * 2 + t // 2))
 
-        With two Q sets an item's copies are signalled after the next item's have been issued (two items in
-        flight); with one, right away (the next item's Q tiles wait for this item's consumers)."""
+    @gluon.jit
+    def _ga_loader(
+        qkv_ptr, o_ptr, q_smem, k_smem, v_smem, o_smem, q_ready, q_free, kv_ready, kv_free, o_ready, o_free,
+        tok0, pad_row, H, W, n_wh, n_ww, band0, n_items, PDL: gl.constexpr, O_STRIDE: gl.constexpr,
+    ):  # fmt: skip
+        """4 warps: gather each item's K and V (two stages) and its four 64-slot Q tiles (one set: the next item's
+        Q tiles wait for this item's consumers) by cp.async, and store the previous item's o from shared memory
+        once its consumers have put it there. The o stores come after an item's copies, so they never hold back
+        the copies the consumers wait for."""
         if PDL > 0:  # the previous kernel's writes (qkv) are visible after this
             gl.inline_asm_elementwise(
                 "griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1
@@ -765,7 +789,6 @@ if gluon is not None:
             col_ok = (j < 14) & (win_col0 + j < W)
             base = qkv_ptr + head * 64 + d
             s = li % 2
-            qb = li % QS
             _gl_bar.wait(kv_free.index(s), ((li // 2) & 1) ^ 1)
             for r in gl.static_range(16):  # slot row r of the 16 x 16 grid: window row r, columns 0..15
                 ptr = _ga_slot_row(base, j, col_ok, r, img_row0, win_row0, win_col0, H, W, tok0, pad_row)
@@ -773,29 +796,29 @@ if gluon is not None:
                 _gl_cp_load(v_smem.index(s).slice(r * 16, 16), ptr + 1536)
             _gl_cp.commit_group()
             for t in gl.static_range(4):
-                _gl_bar.wait(q_free.index(qb * 4 + t), ((li // QS) & 1) ^ 1)
+                _gl_bar.wait(q_free.index(t), (li & 1) ^ 1)
                 for rr in gl.static_range(4):
                     ptr = _ga_slot_row(
                         base, j, col_ok, 4 * t + rr, img_row0, win_row0, win_col0, H, W, tok0, pad_row
                     )
-                    _gl_cp_load(q_smem.index(qb * 4 + t).slice(rr * 16, 16), ptr)
+                    _gl_cp_load(q_smem.index(t).slice(rr * 16, 16), ptr)
                 _gl_cp.commit_group()
-            if QS == 1:
-                _ga_landed(kv_ready, q_ready, s, qb, 0)
-            elif li > 0:  # the previous item's groups: the five oldest of ten in flight
-                _ga_landed(kv_ready, q_ready, (li - 1) % 2, (li - 1) % QS, 5)
+            _ga_landed(kv_ready, q_ready, s)
+            if li > 0:  # the previous item's o, once its consumers have put it in shared memory
+                _ga_store_o(o_ptr, o_smem, o_ready, o_free, item - gl.num_programs(0), li - 1,
+                            tok0, H, W, n_wh, n_ww, band0, O_STRIDE)  # fmt: skip
             li += 1
-        if QS > 1:
-            if li > 0:
-                _ga_landed(kv_ready, q_ready, (li - 1) % 2, (li - 1) % QS, 0)
+        if li > 0:
+            _ga_store_o(o_ptr, o_smem, o_ready, o_free, gl.program_id(0) + (li - 1) * gl.num_programs(0), li - 1,
+                        tok0, H, W, n_wh, n_ww, band0, O_STRIDE)  # fmt: skip
 
     @gluon.jit
     def _ga_consumer(
-        o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
-        tok0, H, W, n_wh, n_ww, band0, n_items, WG: gl.constexpr, O_STRIDE: gl.constexpr, QS: gl.constexpr,
+        o_smem, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free, o_ready, o_free,
+        n_items, WG: gl.constexpr,
     ):  # fmt: skip
         """One warpgroup: query tiles WG and WG + 2 (64 slots each) of every item of this program, against the
-        item's 256 key slots in one block (no online softmax)."""
+        item's 256 key slots in one block (no online softmax); o goes to shared memory, the loader warps store it."""
         NEG: gl.constexpr = -30000.0  # exact in fp16; far below any logit
         C: gl.constexpr = 0.18033688011112042  # log2(e) / 8
         s_l: gl.constexpr = gl.NVMMADistributedLayout(
@@ -810,19 +833,13 @@ if gluon is not None:
         a_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_l, k_width=2)
         p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_l, k_width=2)
         li = 0
-        for item in range(gl.program_id(0), n_items, gl.num_programs(0)):
-            head = item % 12
-            win = item // 12
-            band = band0 + win // n_ww
-            img_row0 = (band // n_wh) * H + (band % n_wh) * 14
-            win_row0 = (band % n_wh) * 14
-            win_col0 = (win % n_ww) * 14
+        for _item in range(gl.program_id(0), n_items, gl.num_programs(0)):
             s = li % 2
             _gl_bar.wait(kv_ready.index(s), (li // 2) & 1)
             for tt in gl.static_range(2):
                 t = WG + 2 * tt
-                q_t = q_smem.index((li % QS) * 4 + t)
-                _gl_bar.wait(q_ready.index((li % QS) * 4 + t), (li // QS) & 1)
+                q_t = q_smem.index(t)
+                _gl_bar.wait(q_ready.index(t), li & 1)
                 # 8 x the bias columns [A_h | A_w] of the tile's queries from T = q [Rh^T | Rw^T]:
                 # c < 16: A_h[i, c] = T[i, qh + 13 - c]; c >= 16: A_w[i, c - 16] = T[i, 32 + qw + 13 - (c - 16)];
                 # columns of kh or kw 14, 15 (not window slots) get NEG
@@ -842,7 +859,7 @@ if gluon is not None:
                 acc = _gl_mma(gl.convert_layout(a_hi, a_op), e_smem, acc, is_async=True)
                 acc = _gl_mma(gl.convert_layout(a_lo, a_op), e_smem, acc, is_async=True)
                 acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
-                _gl_bar.arrive(q_free.index((li % QS) * 4 + t))  # q is read for the last time
+                _gl_bar.arrive(q_free.index(t))  # q is read for the last time
                 m = gl.max(acc, axis=1)
                 p = gl.exp2(acc * C - gl.expand_dims(m * C, 1))
                 l_i = gl.sum(p, axis=1)
@@ -850,18 +867,11 @@ if gluon is not None:
                             gl.zeros([64, 64], gl.float32, t_l), use_acc=False, is_async=True)  # fmt: skip
                 o = _gl_mma_wait(num_outstanding=0, deps=(o,))
                 o = o * gl.expand_dims(gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, t_l)), 1)
-                # o at its tokens' rows; padded query slots are not stored
-                qs_o = t * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, t_l))
-                ok_o = (
-                    (qs_o // 16 < 14)
-                    & (qs_o % 16 < 14)
-                    & (win_row0 + qs_o // 16 < H)
-                    & (win_col0 + qs_o % 16 < W)
-                )
-                row_o = (img_row0 + qs_o // 16) * W + win_col0 + qs_o % 16 - tok0
-                d_o = gl.arange(0, 64, layout=gl.SliceLayout(0, t_l))
-                gl.store(o_ptr + (row_o * O_STRIDE + head * 64)[:, None] + d_o[None, :], o.to(gl.float16),
-                         mask=ok_o[:, None])  # fmt: skip
+                # o goes to shared memory (one buffer per consumer and tile); the loader warps store it
+                _gl_bar.wait(o_free.index(WG * 2 + tt), (li & 1) ^ 1)
+                o_smem.index(WG * 2 + tt).store(o.to(gl.float16))
+                _gl_sync()  # every thread's part of o is written
+                _gl_bar.arrive(o_ready.index(WG * 2 + tt))
             _gl_bar.arrive(kv_free.index(s))
             li += 1
 
@@ -876,11 +886,12 @@ if gluon is not None:
         O_STRIDE: gl.constexpr = 768,
         CONSUMER_REGS: gl.constexpr = 232,
         LOADER_REGS: gl.constexpr = 40,
-        QS: gl.constexpr = 2,  # Q tile sets: 2 keeps two items' copies in flight (32 KB of shared memory more)
         PDL: gl.constexpr = 0,
     ):  # fmt: skip
         """Window attention on sm_90: per program one cp.async loader warpgroup and two consumer warpgroups,
-        persistent over (window, head) items; each consumer takes two of an item's four 64-slot query tiles.
+        persistent over (window, head) items; each consumer takes two of an item's four 64-slot query tiles and
+        puts its o tiles in shared memory, from where the loader warps store them (16-byte stores, off the
+        consumers' serial chain).
 
         The maths is the persistent tl kernel's with one 256-slot key block (BIAS_MODE 2): s' = q.k + 8 bias,
         the bias through a one-hot product [A_h | A_w] E with A as fp16 hi + lo, p = exp2(log2(e) / 8 (s' -
@@ -907,38 +918,44 @@ if gluon is not None:
         )
         lay64: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.float16)
         lay256: gl.constexpr = gl.NVMMASharedLayout.get_default_for([256, 64], gl.float16)
-        q_smem = gl.allocate_shared_memory(gl.float16, [QS * 4, 64, 64], lay64)
+        q_smem = gl.allocate_shared_memory(gl.float16, [4, 64, 64], lay64)
         k_smem = gl.allocate_shared_memory(gl.float16, [2, 256, 64], lay256)
         v_smem = gl.allocate_shared_memory(gl.float16, [2, 256, 64], lay256)
-        q_ready = gl.allocate_shared_memory(gl.int64, [QS * 4, 1], _gl_bar.MBarrierLayout())
-        q_free = gl.allocate_shared_memory(gl.int64, [QS * 4, 1], _gl_bar.MBarrierLayout())
+        q_ready = gl.allocate_shared_memory(gl.int64, [4, 1], _gl_bar.MBarrierLayout())
+        q_free = gl.allocate_shared_memory(gl.int64, [4, 1], _gl_bar.MBarrierLayout())
         kv_ready = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
         kv_free = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
-        for i in gl.static_range(QS * 4):
+        o_smem = gl.allocate_shared_memory(gl.float16, [4, 64, 64], lay64)  # per consumer and tile
+        o_ready = gl.allocate_shared_memory(gl.int64, [4, 1], _gl_bar.MBarrierLayout())
+        o_free = gl.allocate_shared_memory(gl.int64, [4, 1], _gl_bar.MBarrierLayout())
+        for i in gl.static_range(4):
             _gl_bar.init(q_ready.index(i), count=1)
             _gl_bar.init(q_free.index(i), count=1)
+        for i in gl.static_range(4):
+            _gl_bar.init(o_ready.index(i), count=1)
+            _gl_bar.init(o_free.index(i), count=1)
         for i in gl.static_range(2):
             _gl_bar.init(kv_ready.index(i), count=1)
             _gl_bar.init(kv_free.index(i), count=2)  # both consumers
         _gl_fence()
         # the argument tuples are written out in the call: a tuple held in a variable turns its constexprs into
-        # tensors (Triton 3.6), and the partitions need O_STRIDE and QS as constexprs
+        # tensors (Triton 3.6), and the partitions need O_STRIDE and WG as constexprs
         gl.warp_specialize(
             [
                 (
                     _ga_consumer,
-                    (o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
-                     tok0, H, W, n_wh, n_ww, band0, n_items, 0, O_STRIDE, QS),
+                    (o_smem, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
+                     o_ready, o_free, n_items, 0),
                 ),
                 (
                     _ga_consumer,
-                    (o_ptr, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
-                     tok0, H, W, n_wh, n_ww, band0, n_items, 1, O_STRIDE, QS),
+                    (o_smem, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
+                     o_ready, o_free, n_items, 1),
                 ),
                 (
                     _ga_loader,
-                    (qkv_ptr, q_smem, k_smem, v_smem, q_ready, q_free, kv_ready, kv_free,
-                     tok0, pad_row, H, W, n_wh, n_ww, band0, n_items, PDL, QS),
+                    (qkv_ptr, o_ptr, q_smem, k_smem, v_smem, o_smem, q_ready, q_free, kv_ready, kv_free, o_ready,
+                     o_free, tok0, pad_row, H, W, n_wh, n_ww, band0, n_items, PDL, O_STRIDE),
                 ),
             ],
             [4, 4],
@@ -1242,7 +1259,7 @@ def _window_attention_launch(
     if o.stride(1) != 1:
         raise ValueError("attention output: expected unit column stride")
     if cfg[0] == "gluon":
-        _, consumer_regs, loader_regs, q_sets = cfg
+        _, consumer_regs, loader_regs = cfg
         if qkv.dtype != torch.float16:
             raise ValueError("the Gluon window attention takes fp16 q, k, v")
         n_items = n_bands * n_ww * HEADS
