@@ -93,7 +93,9 @@ def test_077_gluon_attention_build_carries_its_configuration():
     reached the launch would be measured and shipped as something it is not)."""
     (folder,) = (PROJECT_ROOT / "solutions").glob("077_*/triton_fused")
     kernel = load_module(folder / "kernel.py", "_k077_cfg")
-    gluon = [launch for launch in _launches("077", "sm_90a") if launch.kernel == "_window_attention_gluon_kernel"]
+    gluon = [
+        launch for launch in _launches("077", "sm_90a") if launch.kernel == "_window_attention_gluon_kernel"
+    ]
     assert gluon
     _, consumer_regs, loader_regs = kernel.GLUON_ATTENTION
     for launch in gluon:

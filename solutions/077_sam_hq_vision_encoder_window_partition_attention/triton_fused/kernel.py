@@ -739,7 +739,9 @@ if gluon is not None:
         return base[None, :] + row[:, None] * 2304
 
     @gluon.jit
-    def _ga_store_o(o_ptr, o_smem, o_ready, o_free, item, li, tok0, H, W, n_wh, n_ww, band0, O_STRIDE: gl.constexpr):
+    def _ga_store_o(
+        o_ptr, o_smem, o_ready, o_free, item, li, tok0, H, W, n_wh, n_ww, band0, O_STRIDE: gl.constexpr
+    ):
         """4 warps: store one item's four o tiles from shared memory (16-byte stores), one window row (16 slots)
         at a time; padded query slots are not stored."""
         st_l: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])  # [16 slots, 64 channels]
