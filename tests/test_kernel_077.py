@@ -10,6 +10,7 @@ Tolerance: the tightest official one (atol 0.015, rtol 1e-5), and at least 99.9 
 
 from __future__ import annotations
 
+import inspect
 import math
 import types
 
@@ -415,6 +416,24 @@ def test_gluon_attention_matches_tl_gpu(batch, height, width, band0, n_bands):
     torch.cuda.synchronize()
     assert torch.isfinite(outs[1]).all()
     assert (outs[1] - outs[0]).abs().max().item() < 4e-3
+
+
+@pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
+@pytest.mark.parametrize("cfg", [("gluon", 216, 48), ("gluon", 240, 24)])
+def test_gluon_attention_launch_carries_its_configuration(cfg):
+    """Every field of a Gluon configuration reaches the launch (session 20 found a Q-set field that was unpacked
+    and dropped: a session measured and shipped something other than it named). Configurations other than the
+    kernel's defaults, built on meta tensors as `solbench build` records them."""
+    qkv = torch.empty(101, kernel.QKV_DIM, dtype=torch.float16, device="meta")
+    o = torch.empty(100, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    rel = torch.empty(kernel.REL_SIZE, kernel.HEAD_DIM, device="meta")
+    fn, grid, args, meta = kernel._window_attention_launch(qkv, o, None, rel, rel, 0, 100, 10, 10, 0, 1, cfg)
+    assert fn is kernel._window_attention_gluon_kernel and grid == (min(12, kernel._num_sms(qkv.device)),)
+    assert (meta["CONSUMER_REGS"], meta["LOADER_REGS"]) == cfg[1:]
+    params = set(inspect.signature(fn.fn).parameters)
+    assert set(meta) - {"num_warps", "launch_pdl"} <= params  # no keyword the kernel would reject
+    with pytest.raises(ValueError):  # a configuration of another shape is refused, not half-used
+        kernel._window_attention_launch(qkv, o, None, rel, rel, 0, 100, 10, 10, 0, 1, (*cfg, 2))
 
 
 @pytest.mark.parametrize(

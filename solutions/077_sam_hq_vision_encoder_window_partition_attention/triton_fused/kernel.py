@@ -1261,6 +1261,10 @@ def _window_attention_launch(
     if o.stride(1) != 1:
         raise ValueError("attention output: expected unit column stride")
     if cfg[0] == "gluon":
+        if len(cfg) != 3:
+            raise ValueError(
+                f"Gluon attention configuration: ('gluon', consumer registers, loader registers), got {cfg}"
+            )
         _, consumer_regs, loader_regs = cfg
         if qkv.dtype != torch.float16:
             raise ValueError("the Gluon window attention takes fp16 q, k, v")
