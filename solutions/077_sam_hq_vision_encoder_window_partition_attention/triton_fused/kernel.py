@@ -731,12 +731,31 @@ if gluon is not None:
             _gl_bar.arrive(q_ready.index(t))
 
     @gluon.jit
-    def _ga_slot_row(base, j, col_ok, r, img_row0, win_row0, win_col0, H, W, tok0, pad_row):
-        """Addresses of slot row r's 16 tokens (window row r, columns j) in qkv: base + token row x 2304. Slots
-        outside the window or the image read the padded token's row, as the tl kernel's."""
+    def _ga_item(item, j, H, W, n_wh, n_ww, band0):
+        """(window, head) item: its head, its window's first token row in the image layout, the window's first
+        row and column in its image, and which of the 16 slot columns j are window columns inside the image."""
+        head = item % 12
+        win = item // 12
+        band = band0 + win // n_ww
+        img_row0 = (band // n_wh) * H + (band % n_wh) * 14
+        win_row0 = (band % n_wh) * 14
+        win_col0 = (win % n_ww) * 14
+        col_ok = (j < 14) & (win_col0 + j < W)
+        return head, img_row0, win_row0, win_col0, col_ok
+
+    @gluon.jit
+    def _ga_window_row(j, col_ok, r, img_row0, win_row0, win_col0, H, W, tok0):
+        """Slot row r (window row r, columns j): which slots are tokens of the image, and their rows in the
+        chunk."""
         ok = col_ok & (r < 14) & (win_row0 + r < H)
-        row = gl.where(ok, (img_row0 + r) * W + win_col0 + j - tok0, pad_row)
-        return base[None, :] + row[:, None] * 2304
+        return ok, (img_row0 + r) * W + win_col0 + j - tok0
+
+    @gluon.jit
+    def _ga_slot_row(base, j, col_ok, r, img_row0, win_row0, win_col0, H, W, tok0, pad_row):
+        """Addresses of slot row r's 16 tokens in qkv: base + token row x 2304. Slots outside the window or the
+        image read the padded token's row, as the tl kernel's."""
+        ok, row = _ga_window_row(j, col_ok, r, img_row0, win_row0, win_col0, H, W, tok0)
+        return base[None, :] + gl.where(ok, row, pad_row)[:, None] * 2304
 
     @gluon.jit
     def _ga_store_o(
@@ -745,24 +764,18 @@ if gluon is not None:
         """4 warps: store one item's four o tiles from shared memory (16-byte stores), one window row (16 slots)
         at a time; padded query slots are not stored."""
         st_l: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])  # [16 slots, 64 channels]
-        head = item % 12
-        win = item // 12
-        band = band0 + win // n_ww
-        img_row0 = (band // n_wh) * H + (band % n_wh) * 14
-        win_row0 = (band % n_wh) * 14
-        win_col0 = (win % n_ww) * 14
         j = gl.arange(0, 16, layout=gl.SliceLayout(1, st_l))
         d = gl.arange(0, 64, layout=gl.SliceLayout(0, st_l))
-        col_ok = (j < 14) & (win_col0 + j < W)
+        head, img_row0, win_row0, win_col0, col_ok = _ga_item(item, j, H, W, n_wh, n_ww, band0)
         for t in gl.static_range(4):  # tile t: consumer t % 2, its tile t // 2
-            _gl_bar.wait(o_ready.index((t % 2) * 2 + t // 2), li & 1)
+            buf = (t % 2) * 2 + t // 2
+            _gl_bar.wait(o_ready.index(buf), li & 1)
             for r in gl.static_range(4):  # window row 4 t + r
-                v = o_smem.index((t % 2) * 2 + t // 2).slice(16 * r, 16).load(st_l)
-                ok = col_ok & (4 * t + r < 14) & (win_row0 + 4 * t + r < H)
-                row = (img_row0 + 4 * t + r) * W + win_col0 + j - tok0
+                v = o_smem.index(buf).slice(16 * r, 16).load(st_l)
+                ok, row = _ga_window_row(j, col_ok, 4 * t + r, img_row0, win_row0, win_col0, H, W, tok0)
                 gl.store(o_ptr + (row * O_STRIDE + head * 64)[:, None] + d[None, :], v, mask=ok[:, None])
             _gl_sync()  # every thread's reads of the buffer are done
-            _gl_bar.arrive(o_free.index((t % 2) * 2 + t // 2))
+            _gl_bar.arrive(o_free.index(buf))
 
     @gluon.jit
     def _ga_loader(
@@ -782,13 +795,8 @@ if gluon is not None:
         d = gl.arange(0, 64, layout=gl.SliceLayout(0, lay))
         li = 0
         for item in range(gl.program_id(0), n_items, gl.num_programs(0)):
-            head = item % 12  # heads fastest: concurrent programs share a window's rows in L2
-            win = item // 12
-            band = band0 + win // n_ww
-            img_row0 = (band // n_wh) * H + (band % n_wh) * 14
-            win_row0 = (band % n_wh) * 14
-            win_col0 = (win % n_ww) * 14
-            col_ok = (j < 14) & (win_col0 + j < W)
+            # heads fastest: concurrent programs share a window's rows in L2
+            head, img_row0, win_row0, win_col0, col_ok = _ga_item(item, j, H, W, n_wh, n_ww, band0)
             base = qkv_ptr + head * 64 + d
             s = li % 2
             _gl_bar.wait(kv_free.index(s), ((li // 2) & 1) ^ 1)
@@ -870,10 +878,11 @@ if gluon is not None:
                 o = _gl_mma_wait(num_outstanding=0, deps=(o,))
                 o = o * gl.expand_dims(gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, t_l)), 1)
                 # o goes to shared memory (one buffer per consumer and tile); the loader warps store it
-                _gl_bar.wait(o_free.index(WG * 2 + tt), (li & 1) ^ 1)
-                o_smem.index(WG * 2 + tt).store(o.to(gl.float16))
+                buf = WG * 2 + tt
+                _gl_bar.wait(o_free.index(buf), (li & 1) ^ 1)
+                o_smem.index(buf).store(o.to(gl.float16))
                 _gl_sync()  # every thread's part of o is written
-                _gl_bar.arrive(o_ready.index(WG * 2 + tt))
+                _gl_bar.arrive(o_ready.index(buf))
             _gl_bar.arrive(kv_free.index(s))
             li += 1
 
@@ -1261,11 +1270,7 @@ def _window_attention_launch(
     if o.stride(1) != 1:
         raise ValueError("attention output: expected unit column stride")
     if cfg[0] == "gluon":
-        if len(cfg) != 3:
-            raise ValueError(
-                f"Gluon attention configuration: ('gluon', consumer registers, loader registers), got {cfg}"
-            )
-        _, consumer_regs, loader_regs = cfg
+        _, consumer_regs, loader_regs = cfg  # a configuration of another length raises ValueError here
         if qkv.dtype != torch.float16:
             raise ValueError("the Gluon window attention takes fp16 q, k, v")
         n_items = n_bands * n_ww * HEADS
