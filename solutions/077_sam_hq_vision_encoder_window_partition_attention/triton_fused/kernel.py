@@ -33,8 +33,9 @@ max(WORKSPACE_RATIO x the bytes of x, MIN_WORKSPACE_BYTES) (plan_scratch; one ba
 Precision: "fp16" (default) rounds only matmul operands to fp16 (10-bit mantissa like TF32, twice the tensor
 rate): the intermediates a, qkv, o, h, which only feed matmuls, are stored in fp16; LayerNorm, softmax,
 biases, residuals and every accumulator are fp32. "tf32" keeps fp32 intermediates and uses
-tl.dot(input_precision="tf32"). The rel-pos bias enters the logits through a one-hot matmul (BIAS_MODE 2)
-as an fp16 hi + lo pair, so it is not rounded beyond fp32.
+tl.dot(input_precision="tf32"). The rel-pos bias enters the logits unrounded: in the tl kernels through a
+one-hot matmul (BIAS_MODE 2) as an fp16 hi + lo pair, in the Gluon attention as the fp32 start of the
+q.k accumulator.
 
 Window attention layout: a window's 14x14 tokens sit in a 16x16 slot grid, slot = 16 * row + col, so
 the key slots of a block form whole window rows and the decomposed bias is a broadcast
@@ -824,7 +825,7 @@ if gluon is not None:
 
     @gluon.jit
     def _ga_consumer(
-        o_smem, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free, o_ready, o_free,
+        o_smem, q_smem, k_smem, v_smem, rt_smem, q_ready, q_free, kv_ready, kv_free, o_ready, o_free,
         n_items, WG: gl.constexpr,
     ):  # fmt: skip
         """One warpgroup: query tiles WG and WG + 2 (64 slots each) of every item of this program, against the
@@ -840,7 +841,15 @@ if gluon is not None:
         a_l: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 32, 16]
         )
-        a_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_l, k_width=2)
+        # s_l seen as [64 query rows, 16 kh, 16 kw] (key slot 16 kh + kw): the wgmma accumulator's registers hold
+        # column bits 0, 3 and kh, its lanes column bits 1, 2 and the row (the reshape to s_l is checked trivial)
+        s3_l: gl.constexpr = gl.DistributedLinearLayout(
+            reg_bases=[[0, 0, 1], [8, 0, 0], [0, 0, 8], [0, 1, 0], [0, 2, 0], [0, 4, 0], [0, 8, 0]],
+            lane_bases=[[0, 0, 2], [0, 0, 4], [1, 0, 0], [2, 0, 0], [4, 0, 0]],
+            warp_bases=[[16, 0, 0], [32, 0, 0]],
+            block_bases=[],
+            shape=[64, 16, 16],
+        )
         p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_l, k_width=2)
         li = 0
         for _item in range(gl.program_id(0), n_items, gl.num_programs(0)):
@@ -861,13 +870,13 @@ if gluon is not None:
                                32 + gl.maximum((qs % 16)[:, None] + 13 - c % 16, 0))  # fmt: skip
                 a = gl.gather(gl.convert_layout(tab, a_l), idx, 1) * 8.0
                 a = gl.where(c % 16 >= 14, NEG, a)
-                a_hi = a.to(gl.float16)
-                a_lo = (a - a_hi.to(gl.float32)).to(gl.float16)  # hi + lo = a to ~2^-22 relative
-                # s' = q.k + 8 bias: the bias through the one-hot product [A_h | A_w] E
-                acc = _gl_mma(q_t, k_smem.index(s).permute((1, 0)), gl.zeros([64, 256], gl.float32, s_l),
-                              use_acc=False, is_async=True)  # fmt: skip
-                acc = _gl_mma(gl.convert_layout(a_hi, a_op), e_smem, acc, is_async=True)
-                acc = _gl_mma(gl.convert_layout(a_lo, a_op), e_smem, acc, is_async=True)
+                a_h, a_w = gl.split(gl.permute(gl.reshape(a, [64, 2, 16]), (0, 2, 1)))
+                a_h = gl.convert_layout(a_h, gl.SliceLayout(2, s3_l))  # each thread: all 16 kh of its rows
+                a_w = gl.convert_layout(a_w, gl.SliceLayout(1, s3_l))  # each thread: its 4 kw
+                # s' = q.k + 8 bias: the wgmma accumulator starts at the bias (fp32), A_h[i, kh] + A_w[i, kw]
+                b3 = gl.expand_dims(a_h, 2) + gl.expand_dims(a_w, 1)
+                acc = gl.convert_layout(gl.reshape(b3, [64, 256]), s_l, assert_trivial=True)
+                acc = _gl_mma(q_t, k_smem.index(s).permute((1, 0)), acc, use_acc=True, is_async=True)
                 acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
                 _gl_bar.arrive(q_free.index(t))  # q is read for the last time
                 m = gl.max(acc, axis=1)
@@ -904,17 +913,11 @@ if gluon is not None:
         puts its o tiles in shared memory, from where the loader warps store them (16-byte stores, off the
         consumers' serial chain).
 
-        The maths is the persistent tl kernel's with one 256-slot key block (BIAS_MODE 2): s' = q.k + 8 bias,
-        the bias through a one-hot product [A_h | A_w] E with A as fp16 hi + lo, p = exp2(log2(e) / 8 (s' -
-        max)), o = (P V) / l. The one-hot E and the rel-pos tables are built before the PDL wait."""
+        The maths is the persistent tl kernel's with one 256-slot key block: s' = q.k + 8 bias, p = exp2(log2(e)
+        / 8 (s' - max)), o = (P V) / l; the bias in fp32 as the start of the q.k accumulator (A_h[i, kh] +
+        A_w[i, kw] broadcast in the accumulator's own layout) instead of the tl kernel's one-hot product (session
+        21). The rel-pos tables are loaded before the PDL wait."""
         blk: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
-        # E [32, 256]: row c < 16 is 1 where the slot's row is c, row c >= 16 where its column is c - 16 (exact in fp16)
-        er = gl.arange(0, 32, layout=gl.SliceLayout(1, blk))[:, None]
-        ec = gl.arange(0, 256, layout=gl.SliceLayout(0, blk))[None, :]
-        e = gl.where(er < 16, (ec // 16) == er, (ec % 16) == er - 16).to(gl.float16)
-        e_smem = gl.allocate_shared_memory(
-            gl.float16, [32, 256], gl.NVMMASharedLayout.get_default_for([32, 256], gl.float16), e
-        )
         # RT [64, 64]: column r < 27: Rh[r, :]; 32 + r: Rw[r, :]; the rest zero (fp16, like q)
         rd = gl.arange(0, 64, layout=gl.SliceLayout(1, blk))[:, None]
         rc = gl.arange(0, 64, layout=gl.SliceLayout(0, blk))[None, :]
@@ -955,12 +958,12 @@ if gluon is not None:
             [
                 (
                     _ga_consumer,
-                    (o_smem, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
+                    (o_smem, q_smem, k_smem, v_smem, rt_smem, q_ready, q_free, kv_ready, kv_free,
                      o_ready, o_free, n_items, 0),
                 ),
                 (
                     _ga_consumer,
-                    (o_smem, q_smem, k_smem, v_smem, rt_smem, e_smem, q_ready, q_free, kv_ready, kv_free,
+                    (o_smem, q_smem, k_smem, v_smem, rt_smem, q_ready, q_free, kv_ready, kv_free,
                      o_ready, o_free, n_items, 1),
                 ),
                 (
