@@ -716,19 +716,20 @@ except ImportError:  # a Triton without Gluon's Hopper API: the tl kernels only
 if gluon is not None:
 
     @gluon.jit
-    def _ga_landed(kv_ready, q_ready, s):
-        """Signal an item's five copy groups (K | V, then its four Q tiles) as each lands: once 4, ..., 0 groups
-        are left, every loader thread's copies of the group are visible to the async proxy (the consumers'
-        wgmma) and one thread arrives."""
-        _gl_cp.wait_group(4)
+    def _ga_group_landed(bar, LEFT: gl.constexpr):
+        """Once at most LEFT copy groups are in flight, every loader thread's copies of the older ones are visible
+        to the async proxy (the consumers' wgmma) and one thread arrives on bar."""
+        _gl_cp.wait_group(LEFT)
         _gl_sync()
         _gl_fence()
-        _gl_bar.arrive(kv_ready.index(s))
+        _gl_bar.arrive(bar)
+
+    @gluon.jit
+    def _ga_landed(kv_ready, q_ready, s):
+        """Signal an item's five copy groups (K | V, then its four Q tiles) as each lands."""
+        _ga_group_landed(kv_ready.index(s), 4)
         for t in gl.static_range(4):
-            _gl_cp.wait_group(3 - t)
-            _gl_sync()
-            _gl_fence()
-            _gl_bar.arrive(q_ready.index(t))
+            _ga_group_landed(q_ready.index(t), 3 - t)
 
     @gluon.jit
     def _ga_item(item, j, H, W, n_wh, n_ww, band0):
@@ -932,13 +933,8 @@ if gluon is not None:
         rr = rc % 32
         rh = gl.load(rel_h_ptr + rr * 64 + rd, mask=(rc < 32) & (rr < 27), other=0.0)
         rw = gl.load(rel_w_ptr + rr * 64 + rd, mask=(rc >= 32) & (rr < 27), other=0.0)
-        rt_smem = gl.allocate_shared_memory(
-            gl.float16,
-            [64, 64],
-            gl.NVMMASharedLayout.get_default_for([64, 64], gl.float16),
-            (rh + rw).to(gl.float16),
-        )
         lay64: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.float16)
+        rt_smem = gl.allocate_shared_memory(gl.float16, [64, 64], lay64, (rh + rw).to(gl.float16))
         lay256: gl.constexpr = gl.NVMMASharedLayout.get_default_for([256, 64], gl.float16)
         q_smem = gl.allocate_shared_memory(gl.float16, [4, 64, 64], lay64)
         k_smem = gl.allocate_shared_memory(gl.float16, [2, 256, 64], lay256)
