@@ -501,10 +501,13 @@ def test_direct_runner_parameters_and_cache(monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: device[0])
     monkeypatch.setattr(kernel, "_RUNNERS", {})
     names = list(inspect.signature(kernel._two_way_kernel.fn).parameters)
+    K = kernel._two_way_kernel
     t = torch.zeros(4)
     args = [t] * names.index("NI") + [3, 5, 7, 15, 16, 1.0, 2, 64, 1]  # tensors, then the runtime scalars
     meta = {"PHASE": 7, "P7PARTS": 2, "num_warps": 4, "TPK": 8}
-    (first, runner, params), second = kernel._direct_runners(args, [(12, meta), (12, dict(meta, PHASE=0))])
+    (first, runner, params), second = kernel._direct_runners(
+        [(K, 12, args, meta), (K, 12, args, dict(meta, PHASE=0))]
+    )
     assert runner == ("runner", (12, 1, 1)) and compiled == [((12,), 7), ((12,), 0)]
     assert len(params) == len(names)  # num_warps is a launch option, not a parameter
     assert params[: names.index("NI")] == [t.data_ptr()] * names.index("NI")
@@ -513,10 +516,10 @@ def test_direct_runner_parameters_and_cache(monkeypatch):
     assert params[names.index("SPLIT7")] is False and params[names.index("ACC_T")] is False  # defaults
     assert second[0] is not first  # one compile per launch key
     assert second[2][: len(args)] == params[: len(args)] and second[2][names.index("PHASE")] == 0
-    assert kernel._direct_runners(args, [(12, meta)])[0][0] is first and len(compiled) == 2  # cached
+    assert kernel._direct_runners([(K, 12, args, meta)])[0][0] is first and len(compiled) == 2  # cached
     device[0] = 1
     assert (
-        kernel._direct_runners(args, [(12, meta)])[0][0] is not first and len(compiled) == 3
+        kernel._direct_runners([(K, 12, args, meta)])[0][0] is not first and len(compiled) == 3
     )  # another device
 
 
@@ -615,3 +618,140 @@ def test_odd_shapes_gpu(task, shape):
     outs = _poisoned_outputs(B, P, T, S, "cuda")
     solution.fn(*args, *outs)
     _check(outs, task.reference(*args), TOLERANCE)
+
+
+# ---------------------------------------------------------------- phase 7 in Gluon (opt-in: Config.p7_gluon)
+G7 = dataclasses.replace(kernel.DEFAULT_CONFIG, p7_gluon=(232, 40, 6, 10, 2, 2))
+
+
+def test_gluon_phase7_is_off_by_default_and_gpu_only():
+    """The shipped configuration keeps the tl phase-7 launch; the Gluon one needs an sm_90 GPU."""
+    assert kernel.DEFAULT_CONFIG.p7_gluon == ()
+    plan = kernel.make_plan(16, 4, 4096, G7, 132)
+    assert not kernel.gluon_phase7_ok(torch.device("cpu"), plan, G7)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [(232, 40, 6, 10, 2), (232, 40, 2, 10, 2, 2), (232, 40, 6, 10, 0, 2), (300, 40, 6, 10, 2, 2), [1] * 6],
+)
+def test_gluon_phase7_configuration_is_checked(value):
+    with pytest.raises(ValueError, match="p7_gluon"):
+        kernel.make_plan(16, 4, 4096, dataclasses.replace(G7, p7_gluon=value), 132)
+
+
+@pytest.mark.parametrize(
+    "items, T, S, tiles, m8",
+    [(16, 4, 4096, 8, 32), (8, 4, 4096, 4, 32), (4, 6, 4096, 2, 64), (1, 4, 4096, 1, 32), (3, 2, 130, 1, 32)],
+)
+def test_gluon_phase7_chunks_and_launch_fields(monkeypatch, items, T, S, tiles, m8):
+    """Chunks of whole 64-token tiles, about one per SM; the rule's fewest tiles per program; every field of the
+    configuration reaches the launch (077's session 20 found a field that never did); copy groups in flight at
+    most ring slots - 2 (more deadlocks: NOTES.md, "Session 22")."""
+    if kernel.gluon is None:
+        pytest.skip("this Triton has no Gluon")
+    plan = kernel.make_plan(items, T, S, G7, 132)
+    ch = kernel._g7_chunk_tokens(plan, 132)
+    assert ch % 64 == 0 and ch // 64 == tiles and -(-S // ch) * ch >= S
+    monkeypatch.setattr(kernel, "_gpu_info", lambda device: (9, 132))
+    monkeypatch.setattr(kernel, "_sm_count", lambda device: 132)
+    cuda = torch.device("cuda")
+    assert kernel.gluon_phase7_ok(cuda, plan, G7) == (tiles >= 2 and m8 == 32)
+    monkeypatch.setattr(kernel, "G7_TPK8", True)
+    assert kernel.gluon_phase7_ok(cuda, plan, G7) == (tiles >= 2)
+    cfg = dataclasses.replace(G7, p7_gluon=(216, 56, 5, 9, 8, 2))
+    tensors = [torch.zeros(1) for _ in range(40)]
+    views = [torch.zeros(1) for _ in range(9)]
+    out_k, accs = torch.zeros(2), torch.zeros(3)
+    fn, grid, args, meta = kernel._gluon_phase7(plan, cfg, 132, tensors, out_k, accs, views)
+    assert fn is kernel._i2t_gluon_kernel and grid == items * -(-S // ch)
+    assert args[:10] == [tensors[1], tensors[3], views[5], views[6], views[7], tensors[37], tensors[38],
+                         tensors[39], out_k, accs]  # fmt: skip
+    assert args[10:] == [plan.n_accs * plan.NRT * 16 * 256, T, S, ch]
+    ns = 5 if m8 == 64 else 9
+    assert (meta["M8"], meta["TPK"], meta["NS"], meta["LAG"]) == (m8, m8 // 8, ns, ns - 2)
+    assert (meta["CONSUMER_REGS"], meta["LOADER_REGS"]) == (216, 56)
+    assert meta["S4_L"] == kernel.g7_score_layout(m8) and meta["PDL"] == 1 and meta["launch_pdl"]
+
+
+def test_gluon_phase7_builds_for_sm90a():
+    """The Gluon phase 7 compiles for the H200 without a GPU (TPK7 4 and 8), within the shared-memory and
+    register limits."""
+    import json
+    import subprocess
+
+    from harness import child_env
+    from harness.aot import REGISTER_LIMIT, SHARED_LIMIT
+
+    if kernel.gluon is None:
+        pytest.skip("this Triton has no Gluon")
+    code = f"""
+import json, sys, torch
+sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+from pathlib import Path
+from harness.aot import compile_for, kernel_resources
+from harness.tasks import load_module
+mod = load_module(Path({str(SOLUTION_DIR / "kernel.py")!r}), "g7_build")
+e = torch.empty
+for m8, ns in ((32, 10), (64, 6)):
+    args = (e(4096 * 256), e(4096 * 256), e(m8 * 256), e(m8), e(256 * m8), e(256), e(256), e(256),
+            e(4096 * 256), e(4096), 3000, 3, 4096, 512)
+    meta = dict(M8=m8, TPK=m8 // 8, S4_L=mod.g7_score_layout(m8), NS=ns, LAG=2, PDL=1, num_warps=4)
+    print(json.dumps({{"M8": m8, **kernel_resources(compile_for(mod._i2t_gluon_kernel, args, meta, 90))}}))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=child_env(TRITON_INTERPRET=None),  # compiled, not interpreted
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [r["M8"] for r in rows] == [32, 64]
+    for row in rows:
+        assert 0 < row["shared"] <= SHARED_LIMIT[90], row
+        assert row["registers"] is not None and row["registers"] <= REGISTER_LIMIT, row
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "shape",
+    [(16, 1, 4, 4096), (8, 1, 3, 4096), (4, 2, 2, 2049), (2, 3, 1, 1000), (8, 1, 5, 2048), (4, 1, 8, 4097)],
+)
+def test_gluon_phase7_matches_tl_gpu(task, monkeypatch, shape):
+    """The Gluon phase 7 (with TPK7 8 switched on) against the tl launch and the reference, outputs poisoned,
+    two calls (the second one reads the accumulators the first one's phase 7 zeroed)."""
+    B, P, T, S = shape
+    if kernel.gluon is None or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Gluon phase 7 runs on sm_90 only")
+    monkeypatch.setattr(kernel, "G7_TPK8", True)
+    plan = kernel.make_plan(B * P, T, S, G7, kernel._sm_count(torch.device("cuda")))
+    assert kernel.gluon_phase7_ok(torch.device("cuda"), plan, G7)
+    args = _inputs(task, B, P, T, S, False, random_norms=False, device="cuda")
+    refs = task.reference(*args)
+    outs = {}
+    for name, cfg in (("tl", kernel.DEFAULT_CONFIG), ("gluon", G7)):
+        for _ in range(2):
+            o = _poisoned_outputs(B, P, T, S, "cuda")
+            kernel.launch(list(args), o, cfg)
+        torch.cuda.synchronize()
+        assert (name == "gluon") == (kernel.last_kernels[-1].name == "_i2t_gluon_kernel")
+        _check(o, refs, TOLERANCE)
+        outs[name] = o
+    assert (outs["gluon"][1] - outs["tl"][1]).abs().max() < 4e-3  # TF32 rounding apart, the same maths
+
+
+def test_gluon_phase7_ring_protocol_model():
+    """The ring protocol's model (g7_ring_model.py, mbarrier parity semantics, random interleavings): with the turn
+    barriers no deadlock and no piece read before its copy is signalled for the kernel's ring sizes and up to
+    ring slots - 2 groups in flight (the launch's bound); one more deadlocks, and without the turn barriers the
+    6-slot ring of TPK7 8 goes wrong once both consumers have tiles (what the H200 showed in session 22)."""
+    model = load_module(SOLUTION_DIR / "g7_ring_model.py", "_test075_g7_ring_model")
+    for ns in (6, 10):
+        for lag in (1, 2, ns - 2):
+            for n_t in (1, 2, 3, 8):
+                assert model.outcomes(ns, lag, n_t, runs=40) == {"ok"}, (ns, lag, n_t)
+        assert "deadlock" in model.outcomes(ns, ns - 1, 2, runs=40)
+    assert model.outcomes(6, 2, 2, runs=200, turn=False) - {"ok"}
+    assert model.outcomes(10, 2, 8, runs=100, turn=False) == {"ok"}  # TPK7 4's 10 slots were safe without

@@ -27,7 +27,8 @@ Phases (work items in brackets; a row tile is 16 flat rows):
                              split into a TF32 part and the rest for 3xTF32)
   7 [items x chunks]         i2t pass: scores, softmax over each head's tokens, values (p split in two TF32
                              parts; VW's TF32 residual too with v_terms=3), residual, LN4, store; also
-                             re-zeroes the accumulators for the next call
+                             re-zeroes the accumulators for the next call (its own launch since session 10;
+                             Config.p7_gluon: that launch in Gluon on sm_90, opt-in, `_i2t_gluon_kernel`)
 Key-side rows: 8 heads x TPK padded tokens per item (TPK 8 for T <= 8, 16 above, and 4 for T <= 4 where key
 chunks are short: Config.tpk4_chunk; the i2t side, phases 6 and 7, has its own TPK7, 4 for T <= 4:
 Config.tpk7_min). Phases 1a and 6a split the contractions of 1 and 6.
@@ -1198,6 +1199,283 @@ def _two_way_kernel(
             _stamp(times, 7, pid)
 
 
+# ------------------------------------------------------------------------ phase 7 in Gluon (sm_90)
+# Gluon (triton.experimental.gluon, inside Triton 3.6: the H200's and the official environment's) gives what tl
+# does not on sm_90: warp specialization with register budgets, mbarriers and asynchronous wgmma. 077 ships a
+# Gluon window attention since its session 19; here the i2t key pass (phase 7's own launch) takes the same
+# shape: a cp.async loader warpgroup streams each 64-token tile's k and k_pe rows in 32-channel pieces into a
+# shared-memory ring, and two consumer warpgroups take alternate tiles, with the tokens on the wgmma's M.
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy as _gl_cp
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared as _gl_fence,
+    )
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        mbarrier as _gl_bar,
+    )
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        warpgroup_mma as _gl_mma,
+    )
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        warpgroup_mma_wait as _gl_mma_wait,
+    )
+
+    # cp.async into shared memory: async_copy_global_to_shared in Triton 3.6, renamed async_load by 3.9 (CI's)
+    _gl_cp_load = getattr(_gl_cp, "async_load", None) or _gl_cp.async_copy_global_to_shared
+    _gl_sync = getattr(gl, "thread_barrier", None) or gl.barrier  # the partition's threads (renamed by 3.9)
+except ImportError:  # a Triton without Gluon's Hopper API: phase 7 stays in the tl kernel
+    gluon = None
+
+G7_TILE = (
+    64  # key tokens per tile: the wgmma's M (one warpgroup); the tile streams in 8 pieces of 32 channels
+)
+
+if gluon is not None:
+
+    @gluon.jit
+    def _g7_gdc_wait(PDL: gl.constexpr):
+        if PDL > 0:  # the persistent kernel's writes (A2, c2, VW^T) are visible after this
+            gl.inline_asm_elementwise(
+                "griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1
+            )
+
+    @gluon.jit
+    def _g7_chunk(S, CH):
+        """This program's key chunk: its item, its tokens [s0, s1) and its number of 64-token tiles."""
+        n_ch = gl.cdiv(S, CH)
+        pid = gl.program_id(0)
+        s0 = (pid % n_ch) * CH
+        s1 = gl.minimum(s0 + CH, S)
+        return pid // n_ch, s0, s1, gl.cdiv(s1 - s0, 64)
+
+    @gluon.jit
+    def _g7_rn(x):
+        """fp32 -> nearest TF32 value (ties away from zero), as _tf32_rn."""
+        bits = x.to(gl.int32, bitcast=True)
+        return ((bits + 0x1000) & -8192).to(gl.float32, bitcast=True)
+
+    @gluon.jit
+    def _g7_kappa(c):
+        """The key-side row (head-major: 8 h + t with TPK 8, 4 h + t with TPK 4) that column c of the score
+        accumulator holds: the value product takes the accumulator's registers as its A operand as they lie, and
+        the A operand's K index of the register of column 8 g + 2 t + b is 8 g + 4 b + t."""
+        return 8 * (c // 8) + 4 * (c % 2) + (c % 8) // 2
+
+    @gluon.jit
+    def _g7_signal(ready, turn, g, NS: gl.constexpr, LEFT: gl.constexpr):
+        """Copy group g has landed (with LEFT newer ones in flight: the operands' group, issued first, too).
+        The first piece of tile i also completes a phase of turn[i % 2], the barrier its consumer waits on
+        before the tile (see _g7_consumer)."""
+        _gl_cp.wait_group(LEFT)
+        _gl_sync()
+        _gl_fence()
+        _gl_bar.arrive(ready.index(g % NS))
+        if g % 8 == 0:
+            _gl_bar.arrive(turn.index((g // 8) % 2))
+
+    @gluon.jit
+    def _g7_loader(
+        k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, S, CH,
+        M8: gl.constexpr, NS: gl.constexpr, LAG: gl.constexpr, PDL: gl.constexpr,
+    ):  # fmt: skip
+        """4 warps: the item's A2 and VW^T into shared memory once, then every tile's k and k_pe rows, piece by
+        piece (32 channels), into the ring of NS slots, LAG copy groups in flight before a group is signalled."""
+        item, s0, s1, n_t = _g7_chunk(S, CH)
+        _g7_gdc_wait(PDL)
+        lay: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])  # [rows, 32 channels]
+        ca = gl.arange(0, 32, layout=gl.SliceLayout(0, lay))
+        if n_t > 0:
+            # A2 [M8, 256] (TF32-rounded by phase 6) as 8 pieces [M8, 32], its rows in the accumulator's column
+            # order: column c of s holds row _g7_kappa(c) (see the consumer)
+            ra = _g7_kappa(gl.arange(0, M8, layout=gl.SliceLayout(1, lay)))
+            for q in gl.static_range(8):
+                _gl_cp_load(
+                    a2_smem.index(q), a2_ptr + (item * M8 + ra)[:, None] * 256 + (q * 32 + ca)[None, :]
+                )
+            # VW^T [256, M8]; with M8 32 the layout's 64 columns wrap, so each copy is issued twice (same data)
+            lv: gl.constexpr = gl.BlockedLayout([1, 4], [2, 16], [4, 1], [1, 0])
+            kv = gl.arange(0, M8, layout=gl.SliceLayout(0, lv))
+            cv = gl.arange(0, 64, layout=gl.SliceLayout(1, lv))
+            for b in gl.static_range(4):  # 64 channels at a time
+                _gl_cp_load(
+                    vw_smem.slice(b * 64, 64), vw_ptr + (item * 256 + b * 64 + cv)[:, None] * M8 + kv[None, :]
+                )
+            _gl_cp.commit_group()
+        rt = gl.arange(0, 64, layout=gl.SliceLayout(1, lay))
+        g = 0
+        for i in range(0, n_t):
+            st = s0 + (n_t - 1 - i) * 64  # the chunk's last tiles first (phase 3 read them most recently: L2)
+            ok = (st + rt < s1)[:, None]
+            off = (item * S + st + rt)[:, None] * 256 + ca[None, :]
+            for q in gl.static_range(8):
+                slot = g % NS
+                _gl_bar.wait(free.index(slot), ((g // NS) & 1) ^ 1)
+                _gl_cp_load(x_smem.index(slot), k_ptr + off + q * 32, mask=ok)
+                _gl_cp_load(p_smem.index(slot), kp_ptr + off + q * 32, mask=ok)
+                _gl_cp.commit_group()
+                if g >= LAG:
+                    _g7_signal(ready, turn, g - LAG, NS, LAG)
+                g += 1
+        for r in gl.static_range(LAG):  # the last LAG groups (fewer if the chunk has fewer)
+            gs = g - LAG + r
+            if gs >= 0:
+                _g7_signal(ready, turn, gs, NS, LAG - 1 - r)
+
+    @gluon.jit
+    def _g7_consumer(
+        k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, a2_smem, vw_smem,
+        ready, free, turn, T, S, CH, WG: gl.constexpr, M8: gl.constexpr, TPK: gl.constexpr,
+        NS: gl.constexpr, PDL: gl.constexpr, S4_L: gl.constexpr,
+    ):  # fmt: skip
+        """One warpgroup: tiles WG, WG + 2, ... of the chunk. Per tile s = x A2^T + c2 (x = RN(k + k_pe), the
+        tokens on M), the softmax over each head's TPK columns, out = LN4(k + bout + p VW) (p in two TF32 parts),
+        stored from the accumulator's registers."""
+        _g7_gdc_wait(PDL)
+        # the query-side accumulators are dead now (phases 1-6 are done): zero this warpgroup's share
+        zl: gl.constexpr = gl.BlockedLayout([4], [32], [4], [0])
+        parts = 2 * gl.num_programs(0)
+        per = gl.cdiv(n_zero, parts)
+        z_lo = (2 * gl.program_id(0) + WG) * per
+        z_hi = gl.minimum(z_lo + per, n_zero)
+        for zs in range(z_lo, z_hi, 1024):
+            zo = zs + gl.arange(0, 1024, layout=zl)
+            gl.store(accs_ptr + zo, gl.zeros([1024], gl.float32, zl), mask=zo < z_hi)
+        item, s0, s1, n_t = _g7_chunk(S, CH)
+        s_l: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, M8, 8]
+        )
+        o_l: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 256, 8]
+        )
+        p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_l, k_width=1)
+        blk: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])  # [64 tokens, 32 channels]
+        j = _g7_kappa(gl.arange(0, M8, layout=gl.SliceLayout(0, s_l)))
+        jv = (j % TPK) < T
+        cvec = gl.where(jv, gl.load(c2_ptr + item * M8 + j, mask=jv, other=0.0), -1.0e30)
+        rows = gl.arange(0, 64, layout=gl.SliceLayout(1, o_l))
+        cols = gl.arange(0, 256, layout=gl.SliceLayout(0, o_l))
+        for i in range(WG, n_t, 2):
+            # the tile's first piece has landed (and with it every earlier copy group, the operands' included).
+            # Needed before the parity waits on `ready` below: a consumer's first piece of a tile can sit in a
+            # slot whose earlier use (the other consumer's) is not yet signalled, and a parity wait one phase
+            # ahead passes at once (session 22: with 6 slots and 2 tiles per program no run finished). From
+            # here on the tile's pieces are consecutive, so each slot's previous use is signalled before its
+            # wait. A simulation of the protocol: NOTES.md, "Session 22"
+            _gl_bar.wait(turn.index(WG), ((i - WG) // 2) & 1)
+            st = s0 + (n_t - 1 - i) * 64
+            # s = x A2^T + c2, over the 8 pieces of the ring (x computed in place of the k piece)
+            acc = gl.zeros([64, M8], gl.float32, s_l) + cvec[None, :]
+            for q in gl.static_range(8):
+                g = i * 8 + q
+                _gl_bar.wait(ready.index(g % NS), (g // NS) & 1)
+                xs = x_smem.index(g % NS)
+                xs.store(_g7_rn(xs.load(blk) + p_smem.index(g % NS).load(blk)))
+                _gl_fence()  # each thread's stores, then all of them, before the wgmma reads the piece
+                _gl_sync()
+                acc = _gl_mma(xs, a2_smem.index(q).permute((1, 0)), acc, is_async=True)
+                acc = _gl_mma_wait(num_outstanding=1, deps=(acc,))
+                if q > 0:  # the previous piece's product is done: its slot goes back to the loader
+                    _gl_bar.arrive(free.index((g - 1) % NS))
+            acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
+            _gl_bar.arrive(free.index((i * 8 + 7) % NS))
+            # softmax over each head's columns: column 8 g + 2 t + b holds row 8 g + 4 b + t, so head h's columns
+            # are (g, b) = (h // 2, h % 2), t = 0..3 with TPK 4 and g = h, t and b with TPK 8; in the
+            # accumulator's own layout (S4_L, checked) t is a quad's lanes and b a register pair
+            s4 = gl.convert_layout(gl.reshape(acc, [64, M8 // 8, 4, 2]), S4_L, assert_trivial=True)
+            m = gl.max(s4, axis=2)
+            m = gl.where(TPK == 8, gl.expand_dims(gl.max(m, axis=2), 2), m)
+            p4 = gl.exp2(s4 - gl.expand_dims(m, 2))
+            den = gl.sum(p4, axis=2)
+            den = gl.where(TPK == 8, gl.expand_dims(gl.sum(den, axis=2), 2), den)
+            p4 = p4 / gl.expand_dims(den, 2)
+            # p with its columns in K order (8 g + 4 b + t) is the A operand's layout: no data moves
+            p = gl.convert_layout(
+                gl.reshape(gl.permute(p4, (0, 1, 3, 2)), [64, M8]), p_op, assert_trivial=True
+            )
+            pb = _g7_rn(p)
+            ps = p - pb
+            # out = k + bout + p VW: the accumulator starts at the residual (read again, from L2)
+            ok = (st + rows < s1)[:, None]
+            off = (item * S + st + rows)[:, None] * 256 + cols[None, :]
+            o = gl.load(k_ptr + off, mask=ok, other=0.0) + gl.expand_dims(gl.load(bo_ptr + cols), 0)
+            vwt = vw_smem.permute((1, 0))
+            o = _gl_mma(ps, vwt, o, is_async=True)
+            o = _gl_mma(pb, vwt, o, is_async=True)
+            o = _gl_mma_wait(num_outstanding=0, deps=(o,))
+            # LayerNorm4 along the accumulator's rows (in-thread and quad sums)
+            mean = gl.sum(o, axis=1) / 256
+            oc = o - gl.expand_dims(mean, 1)
+            rstd = 1.0 / gl.sqrt(gl.sum(oc * oc, axis=1) / 256 + 1e-6)
+            y = oc * gl.expand_dims(rstd, 1) * gl.expand_dims(gl.load(lw_ptr + cols), 0)
+            gl.store(out_ptr + off, y + gl.expand_dims(gl.load(lb_ptr + cols), 0), mask=ok)
+
+    @gluon.jit(do_not_specialize=["n_zero", "T", "S", "CH"])
+    def _i2t_gluon_kernel(
+        k_ptr, kp_ptr, a2_ptr, c2_ptr, vw_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, T, S, CH,
+        M8: gl.constexpr, TPK: gl.constexpr, S4_L: gl.constexpr, NS: gl.constexpr = 6, LAG: gl.constexpr = 4,
+        CONSUMER_REGS: gl.constexpr = 232, LOADER_REGS: gl.constexpr = 40, PDL: gl.constexpr = 0,
+    ):  # fmt: skip
+        """Phase 7 (the i2t key pass, LayerNorm4 and the store of output_keys) as its own launch on sm_90: one
+        program per key chunk (CH tokens of one item), a loader warpgroup and two consumer warpgroups; also
+        zeroes the persistent kernel's query-side accumulators (n_zero floats) for the next call."""
+        xl: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 32], gl.float32)
+        al: gl.constexpr = gl.NVMMASharedLayout.get_default_for([M8, 32], gl.float32)
+        vl: gl.constexpr = gl.NVMMASharedLayout.get_default_for([256, M8], gl.float32)
+        x_smem = gl.allocate_shared_memory(gl.float32, [NS, 64, 32], xl)  # k pieces, then x = RN(k + k_pe)
+        p_smem = gl.allocate_shared_memory(gl.float32, [NS, 64, 32], xl)  # k_pe pieces
+        a2_smem = gl.allocate_shared_memory(gl.float32, [8, M8, 32], al)
+        vw_smem = gl.allocate_shared_memory(gl.float32, [256, M8], vl)
+        ready = gl.allocate_shared_memory(gl.int64, [NS, 1], _gl_bar.MBarrierLayout())
+        free = gl.allocate_shared_memory(gl.int64, [NS, 1], _gl_bar.MBarrierLayout())
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())  # per consumer
+        for i in gl.static_range(NS):
+            _gl_bar.init(ready.index(i), count=1)
+            _gl_bar.init(free.index(i), count=1)
+        for i in gl.static_range(2):
+            _gl_bar.init(turn.index(i), count=1)
+        _gl_fence()
+        # the argument tuples are written out in the call: a tuple held in a variable turns its constexprs into
+        # tensors (Triton 3.6; 077's NOTES, session 19)
+        gl.warp_specialize(
+            [
+                (
+                    _g7_consumer,
+                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, a2_smem,
+                     vw_smem, ready, free, turn, T, S, CH, 0, M8, TPK, NS, PDL, S4_L),
+                ),
+                (
+                    _g7_consumer,
+                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, a2_smem,
+                     vw_smem, ready, free, turn, T, S, CH, 1, M8, TPK, NS, PDL, S4_L),
+                ),
+                (
+                    _g7_loader,
+                    (k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, S, CH,
+                     M8, NS, LAG, PDL),
+                ),
+            ],
+            [4, 4],
+            [CONSUMER_REGS, LOADER_REGS],
+        )  # fmt: skip
+
+    def g7_score_layout(m8: int):
+        """The [64 tokens, M8 / 8, 4, 2] view (g, t, b of column 8 g + 2 t + b) of the [64, M8] wgmma accumulator
+        (tf32, one warpgroup): its registers hold column bit 0, row bit 3 and the column bits from 3 up, its
+        lanes column bits 1, 2 and row bits 0-2 (the kernel checks that the view is the accumulator's layout)."""
+        if m8 not in (32, 64):
+            raise ValueError(f"the Gluon phase 7 takes 32 or 64 key-side rows, got {m8}")
+        g_bits = [[0, 1 << i, 0, 0] for i in range((m8 // 8).bit_length() - 1)]
+        return gl.DistributedLinearLayout(
+            reg_bases=[[0, 0, 0, 1], [8, 0, 0, 0], *g_bits],
+            lane_bases=[[0, 0, 1, 0], [0, 0, 2, 0], [1, 0, 0, 0], [2, 0, 0, 0], [4, 0, 0, 0]],
+            warp_bases=[[16, 0, 0, 0], [32, 0, 0, 0]],
+            block_bases=[],
+            shape=[64, m8 // 8, 4, 2],
+        )
+
+
 # ----------------------------------------------------------------------------------------- host side
 
 
@@ -1319,6 +1597,14 @@ class Config:
     # 0.5-5.5 us faster than 8 warps on the eight T 5..8 workloads (#5 119.7 -> 114.9, #12 117.2 -> 111.7 us),
     # while T <= 4 with short chunks (#14, #3) lost 2.9 us with 4 warps, so p7_launch keeps 8 there
     p7_launch_tpk8: tuple = (1, 4, 0, 32, 1)
+    # phase 7's launch in Gluon on sm_90 (`_i2t_gluon_kernel`: a cp.async loader warpgroup, two consumer
+    # warpgroups on 64-token tiles) where TPK7 is 4 (`gluon_phase7_ok`): (consumer registers, loader registers,
+    # ring slots with TPK7 8, ring slots with TPK7 4, copy groups in flight, fewest 64-token tiles per program);
+    # () keeps the tl launch above, as do workloads whose key chunks would have fewer tiles per program than the
+    # last field. Off: H200 (session 22, NOTES.md) 1-3.6 % faster at #4 / #6 (4 / 8 tiles per program) with
+    # (232, 40, 6, 10, 2, 2), level with 2 tiles, 8-14 us slower with 1; consumer-bound (its x, residual and
+    # p VW steps cost 8, 15 and 22 us at #6)
+    p7_gluon: tuple = ()
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
     # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
     # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
@@ -1521,6 +1807,20 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
                 f"{name}: expected (parts 1..4, warps 4 / 8 / 16, register cap 0 or 64..255, tile 32 / 64 / 128 "
                 f"tokens, stages 1..3), got {value}"
             )
+    g7 = cfg.p7_gluon
+    if g7 != () and not (
+        isinstance(g7, tuple)
+        and len(g7) == 6
+        and all(isinstance(v, int) for v in g7)
+        and all(24 <= r <= 256 and r % 8 == 0 for r in g7[:2])
+        and min(g7[2:4]) >= 3
+        and g7[4] >= 1
+        and g7[5] >= 0
+    ):
+        raise ValueError(
+            "p7_gluon: expected () or (consumer registers, loader registers: 24..256, multiples of 8; ring slots "
+            f"for TPK7 8 and 4: >= 3; copy groups in flight >= 1; fewest tiles per program >= 0), got {g7!r}"
+        )
     if cfg.pre5 not in (0, 16, 32, 64):
         raise ValueError(f"pre5: expected 0 (never) or an MLP block width 16 / 32 / 64, got {cfg.pre5}")
     if cfg.tpk4_chunk < 0:
@@ -1573,7 +1873,7 @@ _DIRECT_TRITON = frozenset({(3, 6)})
 PHASE7_GPU_META = {"PDL": True}
 _TRITON_VERSION = tuple(int(v) for v in triton.__version__.split(".")[:2])
 _RUNNERS: dict = {}  # launch key -> runner of the compiled kernel
-_PARAMETERS = list(inspect.signature(_two_way_kernel.fn).parameters.values())  # the kernel's, in order
+_PARAMETERS: dict = {}  # kernel -> its parameters, in order
 
 
 def _direct_ok() -> bool:
@@ -1588,31 +1888,80 @@ def _launch_key(value) -> tuple:
     return ("v", type(value), value)
 
 
-def _direct_runners(args: list, launches: list) -> list:
-    """(compiled kernel, runner, parameters) of each `_two_way_kernel[(grid,)](*args, **meta)` launch of one
-    call, launches = [(grid, meta), ...] sharing `args`.
+def _direct_runners(launches: list) -> list:
+    """(compiled kernel, runner, parameters) of each `fn[(grid,)](*args, **meta)` launch of one call, launches =
+    [(fn, grid, args, meta), ...].
 
     `warmup` runs Triton's specialisation and cache lookup (compiling on a miss) without launching; the
     result is cached under `_launch_key`s. The parameters are every kernel parameter in signature order
     (constexprs and defaults included), as Triton's launch passes them; launch options (num_warps, maxnreg,
-    launch_pdl) are not parameters. The arguments' keys and addresses are read once for all the launches."""
+    launch_pdl) are not parameters."""
     device = torch.cuda.current_device()  # a compiled kernel's handles belong to one device
-    arg_keys = tuple(map(_launch_key, args))
-    # the tensors as their addresses: Triton's launcher takes an int as it is, where it would call each
-    # tensor's data_ptr() between the two launches (H200, under the profiler: the second launch 18-20 us after
-    # the first instead of 45-66, session 10)
-    addresses = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
     out = []
-    for grid, meta in launches:
-        key = (device, grid, arg_keys, tuple(sorted((k, _launch_key(v)) for k, v in meta.items())))
+    for fn, grid, args, meta in launches:
+        key = (
+            fn, device, grid, tuple(map(_launch_key, args)), tuple(sorted((k, _launch_key(v)) for k, v in meta.items()))
+        )  # fmt: skip
         found = _RUNNERS.get(key)
         if found is None:
             if len(_RUNNERS) >= 1024:
                 _RUNNERS.clear()
-            compiled = _two_way_kernel.warmup(*args, grid=(grid,), **meta)
+            compiled = fn.warmup(*args, grid=(grid,), **meta)
             found = _RUNNERS[key] = (compiled, compiled[(grid, 1, 1)])
-        out.append((*found, [*addresses, *(meta.get(p.name, p.default) for p in _PARAMETERS[len(args) :])]))
+        params = _PARAMETERS.get(fn)
+        if params is None:
+            params = _PARAMETERS[fn] = list(inspect.signature(fn.fn).parameters.values())
+        # the tensors as their addresses: Triton's launcher takes an int as it is, where it would call each
+        # tensor's data_ptr() between the two launches (H200, under the profiler: the second launch 18-20 us
+        # after the first instead of 45-66, session 10)
+        addresses = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+        out.append((*found, [*addresses, *(meta.get(p.name, p.default) for p in params[len(args) :])]))
     return out
+
+
+def _g7_chunk_tokens(plan: Plan, sms: int) -> int:
+    """Key tokens per program of the Gluon phase 7: a multiple of its 64-token tile, about one chunk per SM."""
+    n_ch = max(1, sms // plan.NI)
+    per_chunk = -(-plan.S // n_ch)
+    return -(-per_chunk // G7_TILE) * G7_TILE
+
+
+#: TPK7 8 (T 5..8) in the Gluon phase 7. Off: its 6-slot ring ran into the parity hazard that the turn barriers
+#: fix (with two or more tiles per program no H200 run finished), and the fixed kernel has not run on a GPU yet
+#: (session 22, NOTES.md); tests/test_kernel_075.py's GPU test switches it on.
+G7_TPK8 = False
+
+
+def gluon_phase7_ok(device: torch.device, plan: Plan, cfg: Config) -> bool:
+    """Whether phase 7's launch runs in Gluon: configured, an sm_90 GPU with Gluon in Triton, TPK7 4 (T <= 4; 8
+    with G7_TPK8), and at least the configured number of tiles per program."""
+    return (
+        bool(cfg.p7_gluon)
+        and gluon is not None
+        and device.type == "cuda"
+        and _gpu_info(device)[0] == 9
+        and (plan.TPK7 == 4 or (plan.TPK7 == 8 and G7_TPK8))
+        and _g7_chunk_tokens(plan, _sm_count(device)) >= cfg.p7_gluon[5] * G7_TILE
+    )
+
+
+def _gluon_phase7(plan: Plan, cfg: Config, sms: int, tensors: list, out_k, accs, views: list) -> tuple:
+    """(kernel, grid, args, meta) of the Gluon phase-7 launch: one program per key chunk."""
+    creg, lreg, ns8, ns4, lag, _ = cfg.p7_gluon
+    ch = _g7_chunk_tokens(plan, sms)
+    grid = plan.NI * -(-plan.S // ch)
+    m8 = 8 * plan.TPK7
+    ns = ns8 if m8 == 64 else ns4
+    n_zero = plan.n_accs * plan.NRT * RT * C_HID
+    k, kp = tensors[1], tensors[3]
+    bo, ln4w, ln4b = tensors[37], tensors[38], tensors[39]
+    a2, c2, vwb = views[5], views[6], views[7]
+    args = [k, kp, a2, c2, vwb, bo, ln4w, ln4b, out_k, accs, n_zero, plan.T, plan.S, ch]
+    meta = dict(
+        M8=m8, TPK=plan.TPK7, S4_L=g7_score_layout(m8), NS=ns, LAG=min(lag, ns - 2),  # (more would deadlock)
+        CONSUMER_REGS=creg, LOADER_REGS=lreg, PDL=1, num_warps=4, launch_pdl=True,
+    )  # fmt: skip
+    return _i2t_gluon_kernel, grid, args, meta
 
 
 def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
@@ -1713,15 +2062,20 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         meta1 = dict(meta, PHASE=0, SPLIT7=True)
         if gpu:  # H200 (#12): 2.7 us between the kernels, 8.9 without
             meta7.update(PHASE7_GPU_META, launch_pdl=True)
-        pair = [(plan.grid, meta1), (work[7], dict(meta7, PHASE=7))]
+        pair = [
+            (_two_way_kernel, plan.grid, args, meta1),
+            (_two_way_kernel, work[7], args, dict(meta7, PHASE=7)),
+        ]
+        if gpu and gluon_phase7_ok(device, plan, cfg):
+            pair[1] = _gluon_phase7(plan, cfg, _sm_count(device), tensors, out_k, accs, views)
         if gpu:
-            runners = _direct_runners(args, pair)  # both ready before the first launch
+            runners = _direct_runners(pair)  # both ready before the first launch
             stream = torch.cuda.current_stream().cuda_stream  # Triton's choice too: the current device's
             for _, runner, params in runners:
                 runner(*params, stream=stream)
             launched = [compiled for compiled, _, _ in runners]
         else:
-            launched = [_two_way_kernel[(g,)](*args, **m) for g, m in pair]
+            launched = [fn[(g,)](*a, **m) for fn, g, a, m in pair]
     elif cfg.mode == "persistent":
         launched = [_two_way_kernel[(plan.grid,)](*args, PHASE=0, **meta)]
     elif cfg.mode == "multi":

@@ -317,6 +317,15 @@ VARIANTS: dict[str, Config] = {
     # pipeline (gs2, gs3: level or slower), phase 3's lazy rescaling (lazy8, lazy4: 10-14 % slower on the
     # long-chunk workloads) and the phase-7 launch started early with L2 prefetches (e7*: 1 % faster in the
     # sweeps, slower or bimodal in official runs)
+    # session 22: phase 7's launch in Gluon (Config.p7_gluon: consumer / loader registers, ring slots with TPK7
+    # 8 / 4, copy groups in flight, fewest tiles per program; NOTES.md, "Session 22"). H200, #6: tl 219.2-220.6,
+    # g7a 213.9-216.2, g7l3 211.9-214.8, g7l2 212.6 us; #4: tl 139.2 / 139.5, g7a 135.4, g7m2 138.0 us. Diagnostic
+    # builds without the x step, the residual or p VW (knob removed since): 208.1 / 201.4 / 193.8 us at #6, all
+    # three 172.8. Since then the Gluon launch runs for TPK7 4 only (gluon_phase7_ok)
+    "g7a": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 4, 0)),
+    "g7l3": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 3, 0)),
+    "g7l2": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 2, 0)),
+    "g7m2": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 2, 2)),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
