@@ -240,6 +240,23 @@ def build_launches(launches: Sequence[Launch], arch: int, *, timeout: float = 18
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def compile_in_child(argv: Sequence[str], *, timeout: float = 600) -> list[dict[str, Any]]:
+    """Run `python *argv` without Triton's interpreter (a script that compiles kernels for a GPU this machine need
+    not have) and return the JSON objects it printed, one per line that starts with '{'."""
+    from harness import child_env
+
+    proc = subprocess.run(
+        [sys.executable, *argv],
+        capture_output=True,
+        text=True,
+        env=child_env(TRITON_INTERPRET=None),
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[0]}: the compiling child process failed: {proc.stderr[-3000:]}")
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
 # ------------------------------------------------------------------------------------------ a solution
 
 

@@ -677,17 +677,12 @@ def test_gluon_phase7_chunks_and_launch_fields(monkeypatch, items, T, S, tiles, 
 def test_gluon_phase7_builds_for_sm90a():
     """The Gluon phase 7 compiles for the H200 without a GPU (TPK7 4 and 8), within the shared-memory and
     register limits."""
-    import json
-    import subprocess
-
-    from harness import child_env
-    from harness.aot import REGISTER_LIMIT, SHARED_LIMIT
+    from harness.aot import REGISTER_LIMIT, SHARED_LIMIT, compile_in_child
 
     if kernel.gluon is None:
         pytest.skip("this Triton has no Gluon")
     code = f"""
-import json, sys, torch
-sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+import json, torch
 from pathlib import Path
 from harness.aot import compile_for, kernel_resources
 from harness.tasks import load_module
@@ -699,15 +694,7 @@ for m8, ns in ((32, 10), (64, 6)):
     meta = dict(M8=m8, TPK=m8 // 8, S4_L=mod.g7_score_layout(m8), NS=ns, LAG=2, PDL=1, num_warps=4)
     print(json.dumps({{"M8": m8, **kernel_resources(compile_for(mod._i2t_gluon_kernel, args, meta, 90))}}))
 """
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=child_env(TRITON_INTERPRET=None),  # compiled, not interpreted
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    rows = compile_in_child(["-c", code])  # compiled, not interpreted
     assert [r["M8"] for r in rows] == [32, 64]
     for row in rows:
         assert 0 < row["shared"] <= SHARED_LIMIT[90], row

@@ -213,25 +213,13 @@ def test_check_solution_build_rejects_an_unknown_arch():
 
 def test_077_gluon_attention_probe_builds_for_sm90a():
     """The Gluon probe (warp-specialized attention core) compiles for the H200 without a GPU, within the limits."""
-    import json
-    import subprocess
-    import sys
-
-    from harness import child_env
+    from harness.aot import compile_in_child
 
     pytest.importorskip("triton.experimental.gluon")
     probe = (
         PROJECT_ROOT / "solutions" / "077_sam_hq_vision_encoder_window_partition_attention" / "triton_fused"
     )
-    done = subprocess.run(
-        [sys.executable, str(probe / "gluon_attn_probe.py"), "--compile-only"],
-        capture_output=True,
-        text=True,
-        env=child_env(TRITON_INTERPRET=None),  # compiled, not interpreted
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    rows = compile_in_child([str(probe / "gluon_attn_probe.py"), "--compile-only"])
     assert [r["kernel"] for r in rows] == ["gluon_ws", "triton_bm128_w8"]
     for row in rows:
         assert 0 < row["shared"] <= SHARED_LIMIT[90], row
