@@ -1228,9 +1228,9 @@ try:
 except ImportError:  # a Triton without Gluon's Hopper API: phase 7 stays in the tl kernel
     gluon = None
 
-G7_TILE = (
-    64  # key tokens per tile: the wgmma's M (one warpgroup); the tile streams in 8 pieces of 32 channels
-)
+# key tokens per tile of the Gluon phase 7: the wgmma's M (one warpgroup; the kernel spells it 64); a tile streams
+# in 8 pieces of 32 channels
+G7_TILE = 64
 
 if gluon is not None:
 
@@ -1362,7 +1362,7 @@ if gluon is not None:
             # slot whose earlier use (the other consumer's) is not yet signalled, and a parity wait one phase
             # ahead passes at once (session 22: with 6 slots and 2 tiles per program no run finished). From
             # here on the tile's pieces are consecutive, so each slot's previous use is signalled before its
-            # wait. A simulation of the protocol: NOTES.md, "Session 22"
+            # wait. A model of the protocol: g7_ring_model.py (NOTES.md, "Session 22")
             _gl_bar.wait(turn.index(WG), ((i - WG) // 2) & 1)
             st = s0 + (n_t - 1 - i) * 64
             # s = x A2^T + c2, over the 8 pieces of the ring (x computed in place of the k piece)
