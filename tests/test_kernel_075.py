@@ -638,6 +638,8 @@ def test_gluon_phase7_is_off_by_default_and_gpu_only():
 def test_gluon_phase7_configuration_is_checked(value):
     with pytest.raises(ValueError, match="p7_gluon"):
         kernel.make_plan(16, 4, 4096, dataclasses.replace(G7, p7_gluon=value), 132)
+    with pytest.raises(ValueError, match="p7_gluon_fp16"):
+        kernel.make_plan(16, 4, 4096, dataclasses.replace(G7, p7_gluon_fp16=1), 132)
 
 
 @pytest.mark.parametrize(
@@ -672,11 +674,16 @@ def test_gluon_phase7_chunks_and_launch_fields(monkeypatch, items, T, S, tiles, 
     assert (meta["M8"], meta["TPK"], meta["NS"], meta["LAG"]) == (m8, m8 // 8, ns, ns - 2)
     assert (meta["CONSUMER_REGS"], meta["LOADER_REGS"]) == (216, 56)
     assert meta["S4_L"] == kernel.g7_score_layout(m8) and meta["PDL"] == 1 and meta["launch_pdl"]
+    half = dataclasses.replace(cfg, p7_gluon_fp16=True)
+    fn16, grid16, args16, meta16 = kernel._gluon_phase7(plan, half, 132, tensors, out_k, accs, views)
+    assert fn16 is kernel._i2t_gluon16_kernel and (grid16, args16) == (grid, args)
+    assert meta16["S3_L"] == kernel.g7_softmax_layout(m8 // 8) and "S4_L" not in meta16
+    assert {k: v for k, v in meta16.items() if k != "S3_L"} == {k: v for k, v in meta.items() if k != "S4_L"}
 
 
 def test_gluon_phase7_builds_for_sm90a():
-    """The Gluon phase 7 compiles for the H200 without a GPU (TPK7 4 and 8), within the shared-memory and
-    register limits."""
+    """The Gluon phase 7 (TF32 and fp16 operands; TPK7 4 and 8, the ring sizes of the tune variants) compiles for
+    the H200 without a GPU, within the shared-memory and register limits."""
     from harness.aot import REGISTER_LIMIT, SHARED_LIMIT, compile_in_child
 
     if kernel.gluon is None:
@@ -688,27 +695,32 @@ from harness.aot import compile_for, kernel_resources
 from harness.tasks import load_module
 mod = load_module(Path({str(SOLUTION_DIR / "kernel.py")!r}), "g7_build")
 e = torch.empty
-for m8, ns in ((32, 10), (64, 6)):
-    args = (e(4096 * 256), e(4096 * 256), e(m8 * 256), e(m8), e(256 * m8), e(256), e(256), e(256),
-            e(4096 * 256), e(4096), 3000, 3, 4096, 512)
-    meta = dict(M8=m8, TPK=m8 // 8, S4_L=mod.g7_score_layout(m8), NS=ns, LAG=2, PDL=1, num_warps=4)
-    print(json.dumps({{"M8": m8, **kernel_resources(compile_for(mod._i2t_gluon_kernel, args, meta, 90))}}))
+for fn, layout, ring in ((mod._i2t_gluon_kernel, "S4_L", (10, 6)), (mod._i2t_gluon16_kernel, "S3_L", (11, 9))):
+    for m8, ns in zip((32, 64), ring):
+        args = (e(4096 * 256), e(4096 * 256), e(m8 * 256), e(m8), e(256 * m8), e(256), e(256), e(256),
+                e(4096 * 256), e(4096), 3000, 3, 4096, 512)
+        lay = mod.g7_score_layout(m8) if layout == "S4_L" else mod.g7_softmax_layout(m8 // 8)
+        meta = {{"M8": m8, "TPK": m8 // 8, layout: lay, "NS": ns, "LAG": 2, "PDL": 1, "num_warps": 4}}
+        print(json.dumps({{"kernel": fn.__name__, "M8": m8, **kernel_resources(compile_for(fn, args, meta, 90))}}))
 """
     rows = compile_in_child(["-c", code])  # compiled, not interpreted
-    assert [r["M8"] for r in rows] == [32, 64]
+    assert [(r["kernel"][5:], r["M8"]) for r in rows] == [
+        ("gluon_kernel", 32), ("gluon_kernel", 64), ("gluon16_kernel", 32), ("gluon16_kernel", 64)
+    ]  # fmt: skip
     for row in rows:
         assert 0 < row["shared"] <= SHARED_LIMIT[90], row
         assert row["registers"] is not None and row["registers"] <= REGISTER_LIMIT, row
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("fp16", [False, True], ids=["tf32", "fp16"])
 @pytest.mark.parametrize(
     "shape",
     [(16, 1, 4, 4096), (8, 1, 3, 4096), (4, 2, 2, 2049), (2, 3, 1, 1000), (8, 1, 5, 2048), (4, 1, 8, 4097)],
 )
-def test_gluon_phase7_matches_tl_gpu(task, monkeypatch, shape):
-    """The Gluon phase 7 (with TPK7 8 switched on) against the tl launch and the reference, outputs poisoned,
-    two calls (the second one reads the accumulators the first one's phase 7 zeroed)."""
+def test_gluon_phase7_matches_tl_gpu(task, monkeypatch, shape, fp16):
+    """The Gluon phase 7 (TF32 or fp16 operands; TPK7 8 switched on) against the tl launch and the reference,
+    outputs poisoned, two calls (the second one reads the accumulators the first one's phase 7 zeroed)."""
     B, P, T, S = shape
     if kernel.gluon is None or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("the Gluon phase 7 runs on sm_90 only")
@@ -718,12 +730,13 @@ def test_gluon_phase7_matches_tl_gpu(task, monkeypatch, shape):
     args = _inputs(task, B, P, T, S, False, random_norms=False, device="cuda")
     refs = task.reference(*args)
     outs = {}
-    for name, cfg in (("tl", kernel.DEFAULT_CONFIG), ("gluon", G7)):
+    g7 = dataclasses.replace(G7, p7_gluon=(232, 40, 9, 11, 2, 2), p7_gluon_fp16=True) if fp16 else G7
+    for name, cfg in (("tl", kernel.DEFAULT_CONFIG), ("gluon", g7)):
         for _ in range(2):
             o = _poisoned_outputs(B, P, T, S, "cuda")
             kernel.launch(list(args), o, cfg)
         torch.cuda.synchronize()
-        assert (name == "gluon") == (kernel.last_kernels[-1].name == "_i2t_gluon_kernel")
+        assert (name == "gluon") == kernel.last_kernels[-1].name.startswith("_i2t_gluon")
         _check(o, refs, TOLERANCE)
         outs[name] = o
     assert (outs["gluon"][1] - outs["tl"][1]).abs().max() < 4e-3  # TF32 rounding apart, the same maths
@@ -742,3 +755,6 @@ def test_gluon_phase7_ring_protocol_model():
         assert "deadlock" in model.outcomes(ns, ns - 1, 2, runs=40)
     assert model.outcomes(6, 2, 2, runs=200, turn=False) - {"ok"}
     assert model.outcomes(10, 2, 8, runs=100, turn=False) == {"ok"}  # TPK7 4's 10 slots were safe without
+    for ns in (9, 11):  # the fp16 kernel's consumers free a slot once read: one more group may be in flight
+        for lag in (2, ns - 2, ns - 1):
+            assert model.outcomes(ns, lag, 3, runs=40, early=True) == {"ok"}, (ns, lag)

@@ -11,7 +11,8 @@ waits on turn[WG] before each tile and on ready[slot] with parity (g // NS) & 1 
 piece once the next piece's product is issued (the tile's last one at the tile's end). An mbarrier parity wait
 passes whenever the barrier's current phase parity differs from the operand, so a wait more than one phase ahead
 passes at once: without the turn barriers a consumer's first piece of a tile can sit in a slot whose previous
-use (the other consumer's piece) is not yet signalled (NS < 9). NOTES.md, "Session 22".
+use (the other consumer's piece) is not yet signalled (NS < 9). The fp16 consumer (`early`) frees each slot as soon
+as it has read it into its own x buffer. NOTES.md, "Session 22".
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _loader(st: dict, ns: int, lag: int, n_t: int, turn: bool):
             yield from signal(g - lag + r)
 
 
-def _consumer(st: dict, ns: int, n_t: int, wg: int, turn: bool):
+def _consumer(st: dict, ns: int, n_t: int, wg: int, turn: bool, early: bool):
     for i in range(wg, n_t, 2):
         if turn:
             yield ("wait", st["turn"][wg], ((i - wg) // 2) & 1)
@@ -67,12 +68,15 @@ def _consumer(st: dict, ns: int, n_t: int, wg: int, turn: bool):
             yield ("wait", st["ready"][g % ns], (g // ns) & 1)
             if g not in st["signalled"] or st["slot"][g % ns] != g:
                 st["stale"].append((wg, g))
-            if q > 0:
+            if early:  # the fp16 consumer: the slot is read into its own x buffer, so it goes back at once
+                st["free"][g % ns].arrive()
+            elif q > 0:
                 st["free"][(g - 1) % ns].arrive()
-        st["free"][(i * PIECES + PIECES - 1) % ns].arrive()
+        if not early:
+            st["free"][(i * PIECES + PIECES - 1) % ns].arrive()
 
 
-def run(ns: int, lag: int, n_t: int, seed: int, turn: bool = True) -> str:
+def run(ns: int, lag: int, n_t: int, seed: int, turn: bool = True, early: bool = False) -> str:
     """One random interleaving: 'ok', 'deadlock' or 'stale' (a piece read before its copy was signalled)."""
     rnd = random.Random(seed)
     st = {
@@ -85,8 +89,8 @@ def run(ns: int, lag: int, n_t: int, seed: int, turn: bool = True) -> str:
     }
     agents = [
         _loader(st, ns, lag, n_t, turn),
-        _consumer(st, ns, n_t, 0, turn),
-        _consumer(st, ns, n_t, 1, turn),
+        _consumer(st, ns, n_t, 0, turn, early),
+        _consumer(st, ns, n_t, 1, turn, early),
     ]
     state = [next(a, None) for a in agents]
     while True:
@@ -99,17 +103,18 @@ def run(ns: int, lag: int, n_t: int, seed: int, turn: bool = True) -> str:
         state[k] = next(agents[k], None)
 
 
-def outcomes(ns: int, lag: int, n_t: int, runs: int, turn: bool = True) -> set[str]:
-    return {run(ns, lag, n_t, seed, turn) for seed in range(runs)}
+def outcomes(ns: int, lag: int, n_t: int, runs: int, turn: bool = True, early: bool = False) -> set[str]:
+    return {run(ns, lag, n_t, seed, turn, early) for seed in range(runs)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300, help="random interleavings per case")
     runs = parser.parse_args().runs
-    for turn in (True, False):
-        for ns, lag, n_t in ((6, 2, 2), (6, 4, 8), (10, 2, 2), (10, 8, 8), (6, 5, 1), (10, 9, 2)):
-            print(f"turn={turn} NS={ns} LAG={lag} tiles={n_t}: {sorted(outcomes(ns, lag, n_t, runs, turn))}")
+    for turn, early in ((True, False), (False, False), (True, True)):
+        for ns, lag, n_t in ((6, 2, 2), (6, 4, 8), (9, 7, 8), (10, 2, 2), (10, 8, 8), (6, 5, 1), (10, 9, 2)):
+            found = sorted(outcomes(ns, lag, n_t, runs, turn, early))
+            print(f"turn={turn} free early={early} NS={ns} LAG={lag} tiles={n_t}: {found}")
 
 
 if __name__ == "__main__":

@@ -1276,17 +1276,38 @@ if gluon is not None:
             _gl_bar.arrive(turn.index((g // 8) % 2))
 
     @gluon.jit
+    def _g7_operands16(a2_ptr, vw_ptr, a2_smem, vw_smem, item, M8: gl.constexpr):
+        """A2 (8 pieces [M8, 32]) and VW^T [256, M8] of the item as fp16, in natural row order: both are stored
+        TF32-rounded by phase 6, so the fp16 copies are exact inside fp16's normal range."""
+        lay: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+        ra = gl.arange(0, M8, layout=gl.SliceLayout(1, lay))
+        ca = gl.arange(0, 32, layout=gl.SliceLayout(0, lay))
+        for q in gl.static_range(8):
+            a = gl.load(a2_ptr + (item * M8 + ra)[:, None] * 256 + (q * 32 + ca)[None, :])
+            a2_smem.index(q).store(a.to(gl.float16))
+        lv: gl.constexpr = gl.BlockedLayout([1, 4], [2, 16], [4, 1], [1, 0])
+        kv = gl.arange(0, M8, layout=gl.SliceLayout(0, lv))
+        cv = gl.arange(0, 64, layout=gl.SliceLayout(1, lv))
+        for b in gl.static_range(4):  # 64 channels at a time
+            v = gl.load(vw_ptr + (item * 256 + b * 64 + cv)[:, None] * M8 + kv[None, :])
+            vw_smem.slice(b * 64, 64).store(v.to(gl.float16))
+        _gl_fence()  # each thread's stores, before the first signal's barrier and arrive (the wgmma reads them)
+
+    @gluon.jit
     def _g7_loader(
         k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, S, CH,
-        M8: gl.constexpr, NS: gl.constexpr, LAG: gl.constexpr, PDL: gl.constexpr,
+        M8: gl.constexpr, NS: gl.constexpr, LAG: gl.constexpr, PDL: gl.constexpr, F16: gl.constexpr = False,
     ):  # fmt: skip
         """4 warps: the item's A2 and VW^T into shared memory once, then every tile's k and k_pe rows, piece by
-        piece (32 channels), into the ring of NS slots, LAG copy groups in flight before a group is signalled."""
+        piece (32 channels), into the ring of NS slots, LAG copy groups in flight before a group is signalled.
+        F16: A2 and VW^T as fp16 copies, in natural row order, through registers (_g7_operands16)."""
         item, s0, s1, n_t = _g7_chunk(S, CH)
         _g7_gdc_wait(PDL)
         lay: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])  # [rows, 32 channels]
         ca = gl.arange(0, 32, layout=gl.SliceLayout(0, lay))
-        if n_t > 0:
+        if F16 and n_t > 0:
+            _g7_operands16(a2_ptr, vw_ptr, a2_smem, vw_smem, item, M8)
+        if not F16 and n_t > 0:
             # A2 [M8, 256] (TF32-rounded by phase 6) as 8 pieces [M8, 32], its rows in the accumulator's column
             # order: column c of s holds row _g7_kappa(c) (see the consumer)
             ra = _g7_kappa(gl.arange(0, M8, layout=gl.SliceLayout(1, lay)))
@@ -1324,6 +1345,51 @@ if gluon is not None:
                 _g7_signal(ready, turn, gs, NS, LAG - 1 - r)
 
     @gluon.jit
+    def _g7_barriers(NS: gl.constexpr):
+        """The ring's mbarriers (ready and free per slot) and the consumers' turn barriers, initialised."""
+        ready = gl.allocate_shared_memory(gl.int64, [NS, 1], _gl_bar.MBarrierLayout())
+        free = gl.allocate_shared_memory(gl.int64, [NS, 1], _gl_bar.MBarrierLayout())
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())  # per consumer
+        for i in gl.static_range(NS):
+            _gl_bar.init(ready.index(i), count=1)
+            _gl_bar.init(free.index(i), count=1)
+        for i in gl.static_range(2):
+            _gl_bar.init(turn.index(i), count=1)
+        _gl_fence()
+        return ready, free, turn
+
+    @gluon.jit
+    def _g7_zero_share(accs_ptr, n_zero, WG: gl.constexpr):
+        """The query-side accumulators are dead once phase 7 runs (phases 1-6 are done): zero this warpgroup's
+        share of them for the next call."""
+        zl: gl.constexpr = gl.BlockedLayout([4], [32], [4], [0])
+        parts = 2 * gl.num_programs(0)
+        per = gl.cdiv(n_zero, parts)
+        z_lo = (2 * gl.program_id(0) + WG) * per
+        z_hi = gl.minimum(z_lo + per, n_zero)
+        for zs in range(z_lo, z_hi, 1024):
+            zo = zs + gl.arange(0, 1024, layout=zl)
+            gl.store(accs_ptr + zo, gl.zeros([1024], gl.float32, zl), mask=zo < z_hi)
+
+    @gluon.jit
+    def _g7_tail(k_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, item, S, st, s1, rows, cols, pb, ps, vw_smem):
+        """out = LN4(k + bout + p VW) of one tile, stored from the accumulator's registers: the accumulator
+        starts at the residual (read again, from L2); p in two parts (hi, lo), VW^T from shared memory."""
+        ok = (st + rows < s1)[:, None]
+        off = (item * S + st + rows)[:, None] * 256 + cols[None, :]
+        o = gl.load(k_ptr + off, mask=ok, other=0.0) + gl.expand_dims(gl.load(bo_ptr + cols), 0)
+        vwt = vw_smem.permute((1, 0))
+        o = _gl_mma(ps, vwt, o, is_async=True)
+        o = _gl_mma(pb, vwt, o, is_async=True)
+        o = _gl_mma_wait(num_outstanding=0, deps=(o,))
+        # LayerNorm4 along the accumulator's rows (in-thread and quad sums)
+        mean = gl.sum(o, axis=1) / 256
+        oc = o - gl.expand_dims(mean, 1)
+        rstd = 1.0 / gl.sqrt(gl.sum(oc * oc, axis=1) / 256 + 1e-6)
+        y = oc * gl.expand_dims(rstd, 1) * gl.expand_dims(gl.load(lw_ptr + cols), 0)
+        gl.store(out_ptr + off, y + gl.expand_dims(gl.load(lb_ptr + cols), 0), mask=ok)
+
+    @gluon.jit
     def _g7_consumer(
         k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, a2_smem, vw_smem,
         ready, free, turn, T, S, CH, WG: gl.constexpr, M8: gl.constexpr, TPK: gl.constexpr,
@@ -1333,15 +1399,7 @@ if gluon is not None:
         tokens on M), the softmax over each head's TPK columns, out = LN4(k + bout + p VW) (p in two TF32 parts),
         stored from the accumulator's registers."""
         _g7_gdc_wait(PDL)
-        # the query-side accumulators are dead now (phases 1-6 are done): zero this warpgroup's share
-        zl: gl.constexpr = gl.BlockedLayout([4], [32], [4], [0])
-        parts = 2 * gl.num_programs(0)
-        per = gl.cdiv(n_zero, parts)
-        z_lo = (2 * gl.program_id(0) + WG) * per
-        z_hi = gl.minimum(z_lo + per, n_zero)
-        for zs in range(z_lo, z_hi, 1024):
-            zo = zs + gl.arange(0, 1024, layout=zl)
-            gl.store(accs_ptr + zo, gl.zeros([1024], gl.float32, zl), mask=zo < z_hi)
+        _g7_zero_share(accs_ptr, n_zero, WG)
         item, s0, s1, n_t = _g7_chunk(S, CH)
         s_l: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, M8, 8]
@@ -1395,21 +1453,100 @@ if gluon is not None:
                 gl.reshape(gl.permute(p4, (0, 1, 3, 2)), [64, M8]), p_op, assert_trivial=True
             )
             pb = _g7_rn(p)
-            ps = p - pb
-            # out = k + bout + p VW: the accumulator starts at the residual (read again, from L2)
-            ok = (st + rows < s1)[:, None]
-            off = (item * S + st + rows)[:, None] * 256 + cols[None, :]
-            o = gl.load(k_ptr + off, mask=ok, other=0.0) + gl.expand_dims(gl.load(bo_ptr + cols), 0)
-            vwt = vw_smem.permute((1, 0))
-            o = _gl_mma(ps, vwt, o, is_async=True)
-            o = _gl_mma(pb, vwt, o, is_async=True)
-            o = _gl_mma_wait(num_outstanding=0, deps=(o,))
-            # LayerNorm4 along the accumulator's rows (in-thread and quad sums)
-            mean = gl.sum(o, axis=1) / 256
-            oc = o - gl.expand_dims(mean, 1)
-            rstd = 1.0 / gl.sqrt(gl.sum(oc * oc, axis=1) / 256 + 1e-6)
-            y = oc * gl.expand_dims(rstd, 1) * gl.expand_dims(gl.load(lw_ptr + cols), 0)
-            gl.store(out_ptr + off, y + gl.expand_dims(gl.load(lb_ptr + cols), 0), mask=ok)
+            _g7_tail(k_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, item, S, st, s1, rows, cols, pb, p - pb, vw_smem)
+
+    @gluon.jit
+    def _g7_consumer16(
+        k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x16_smem, a2_smem,
+        vw_smem, ready, free, turn, T, S, CH, WG: gl.constexpr, M8: gl.constexpr, TPK: gl.constexpr,
+        NS: gl.constexpr, PDL: gl.constexpr, S3_L: gl.constexpr,
+    ):  # fmt: skip
+        """_g7_consumer with fp16 operands (fp32 accumulation): x = fp16(k + k_pe) into this warpgroup's two x
+        buffers (its ring slot goes back at once), s = x A2^T at the fp16 rate, p in two fp16 parts (hi, lo) as
+        the value product's A operand straight from the accumulator's registers (each register pair is a column
+        pair: no K permutation, natural head-major columns)."""
+        _g7_gdc_wait(PDL)
+        _g7_zero_share(accs_ptr, n_zero, WG)
+        item, s0, s1, n_t = _g7_chunk(S, CH)
+        s_l: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, M8, 16]
+        )
+        o_l: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 256, 16]
+        )
+        p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_l, k_width=2)
+        blk: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])  # [64 tokens, 32 channels]
+        j = gl.arange(0, M8, layout=gl.SliceLayout(0, s_l))
+        jv = (j % TPK) < T
+        cvec = gl.where(jv, gl.load(c2_ptr + item * M8 + j, mask=jv, other=0.0), -1.0e30)
+        rows = gl.arange(0, 64, layout=gl.SliceLayout(1, o_l))
+        cols = gl.arange(0, 256, layout=gl.SliceLayout(0, o_l))
+        for i in range(WG, n_t, 2):
+            _gl_bar.wait(turn.index(WG), ((i - WG) // 2) & 1)  # see _g7_consumer
+            st = s0 + (n_t - 1 - i) * 64
+            acc = gl.zeros([64, M8], gl.float32, s_l) + cvec[None, :]
+            for q in gl.static_range(8):
+                g = i * 8 + q
+                _gl_bar.wait(ready.index(g % NS), (g // NS) & 1)
+                x = (x_smem.index(g % NS).load(blk) + p_smem.index(g % NS).load(blk)).to(gl.float16)
+                xb = x16_smem.index(2 * WG + q % 2)  # its product two pieces ago is done (the wait below)
+                xb.store(x)
+                _gl_fence()
+                _gl_sync()
+                _gl_bar.arrive(free.index(g % NS))  # the ring slot is read
+                acc = _gl_mma(xb, a2_smem.index(q).permute((1, 0)), acc, is_async=True)
+                acc = _gl_mma_wait(num_outstanding=1, deps=(acc,))
+            acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
+            # softmax over each head's TPK columns (a quad's lanes and registers: S3_L is acc's own layout)
+            s3 = gl.convert_layout(gl.reshape(acc, [64, 8, TPK]), S3_L, assert_trivial=True)
+            p3 = gl.exp2(s3 - gl.expand_dims(gl.max(s3, axis=2), 2))
+            p3 = p3 / gl.expand_dims(gl.sum(p3, axis=2), 2)
+            p = gl.reshape(p3, [64, M8])
+            pb = p.to(gl.float16)
+            ps = (p - pb.to(gl.float32)).to(gl.float16)
+            pb = gl.convert_layout(pb, p_op, assert_trivial=True)
+            ps = gl.convert_layout(ps, p_op, assert_trivial=True)
+            _g7_tail(k_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, item, S, st, s1, rows, cols, pb, ps, vw_smem)
+
+    @gluon.jit(do_not_specialize=["n_zero", "T", "S", "CH"])
+    def _i2t_gluon16_kernel(
+        k_ptr, kp_ptr, a2_ptr, c2_ptr, vw_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, T, S, CH,
+        M8: gl.constexpr, TPK: gl.constexpr, S3_L: gl.constexpr, NS: gl.constexpr = 9, LAG: gl.constexpr = 4,
+        CONSUMER_REGS: gl.constexpr = 232, LOADER_REGS: gl.constexpr = 40, PDL: gl.constexpr = 0,
+    ):  # fmt: skip
+        """_i2t_gluon_kernel with fp16 operands for both products (fp32 accumulation; Config.p7_gluon_fp16):
+        A2 and VW^T take half the shared memory (room for a deeper ring), each consumer has two fp16 x buffers."""
+        xl: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 32], gl.float32)
+        x16l: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 32], gl.float16)
+        al: gl.constexpr = gl.NVMMASharedLayout.get_default_for([M8, 32], gl.float16)
+        vl: gl.constexpr = gl.NVMMASharedLayout.get_default_for([256, M8], gl.float16)
+        x_smem = gl.allocate_shared_memory(gl.float32, [NS, 64, 32], xl)  # k pieces
+        p_smem = gl.allocate_shared_memory(gl.float32, [NS, 64, 32], xl)  # k_pe pieces
+        x16_smem = gl.allocate_shared_memory(gl.float16, [4, 64, 32], x16l)  # two per consumer
+        a2_smem = gl.allocate_shared_memory(gl.float16, [8, M8, 32], al)
+        vw_smem = gl.allocate_shared_memory(gl.float16, [256, M8], vl)
+        ready, free, turn = _g7_barriers(NS)
+        gl.warp_specialize(  # argument tuples written out: see _i2t_gluon_kernel
+            [
+                (
+                    _g7_consumer16,
+                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x16_smem,
+                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 0, M8, TPK, NS, PDL, S3_L),
+                ),
+                (
+                    _g7_consumer16,
+                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x16_smem,
+                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 1, M8, TPK, NS, PDL, S3_L),
+                ),
+                (
+                    _g7_loader,
+                    (k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, S, CH,
+                     M8, NS, LAG, PDL, True),
+                ),
+            ],
+            [4, 4],
+            [CONSUMER_REGS, LOADER_REGS],
+        )  # fmt: skip
 
     @gluon.jit(do_not_specialize=["n_zero", "T", "S", "CH"])
     def _i2t_gluon_kernel(
@@ -1427,15 +1564,7 @@ if gluon is not None:
         p_smem = gl.allocate_shared_memory(gl.float32, [NS, 64, 32], xl)  # k_pe pieces
         a2_smem = gl.allocate_shared_memory(gl.float32, [8, M8, 32], al)
         vw_smem = gl.allocate_shared_memory(gl.float32, [256, M8], vl)
-        ready = gl.allocate_shared_memory(gl.int64, [NS, 1], _gl_bar.MBarrierLayout())
-        free = gl.allocate_shared_memory(gl.int64, [NS, 1], _gl_bar.MBarrierLayout())
-        turn = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())  # per consumer
-        for i in gl.static_range(NS):
-            _gl_bar.init(ready.index(i), count=1)
-            _gl_bar.init(free.index(i), count=1)
-        for i in gl.static_range(2):
-            _gl_bar.init(turn.index(i), count=1)
-        _gl_fence()
+        ready, free, turn = _g7_barriers(NS)
         # the argument tuples are written out in the call: a tuple held in a variable turns its constexprs into
         # tensors (Triton 3.6; 077's NOTES, session 19)
         gl.warp_specialize(
@@ -1459,6 +1588,26 @@ if gluon is not None:
             [4, 4],
             [CONSUMER_REGS, LOADER_REGS],
         )  # fmt: skip
+
+    def g7_softmax_layout(tpk: int):
+        """The [64 tokens, 8 heads, TPK] view (column 8 h + t, or 4 h + t) of the [64, 8 TPK] wgmma accumulator of
+        the fp16 kernel, whose columns are in natural order (the kernel checks that the view is the accumulator's
+        own layout)."""
+        if tpk == 8:
+            regs = [[0, 0, 1], [8, 0, 0], [0, 1, 0], [0, 2, 0], [0, 4, 0]]
+            lanes = [[0, 0, 2], [0, 0, 4], [1, 0, 0], [2, 0, 0], [4, 0, 0]]
+        elif tpk == 4:
+            regs = [[0, 0, 1], [8, 0, 0], [0, 2, 0], [0, 4, 0]]
+            lanes = [[0, 0, 2], [0, 1, 0], [1, 0, 0], [2, 0, 0], [4, 0, 0]]
+        else:
+            raise ValueError(f"the Gluon phase 7 takes 4 or 8 key-side rows per head, got {tpk}")
+        return gl.DistributedLinearLayout(
+            reg_bases=regs,
+            lane_bases=lanes,
+            warp_bases=[[16, 0, 0], [32, 0, 0]],
+            block_bases=[],
+            shape=[64, 8, tpk],
+        )
 
     def g7_score_layout(m8: int):
         """The [64 tokens, M8 / 8, 4, 2] view (g, t, b of column 8 g + 2 t + b) of the [64, M8] wgmma accumulator
@@ -1605,6 +1754,10 @@ class Config:
     # (232, 40, 6, 10, 2, 2), level with 2 tiles, 8-14 us slower with 1; consumer-bound (its x, residual and
     # p VW steps cost 8, 15 and 22 us at #6)
     p7_gluon: tuple = ()
+    # ... with fp16 operands for both of its products (`_i2t_gluon16_kernel`; fp32 accumulation; the same rounding
+    # as the TF32 path's for values in fp16's normal range, at twice the rate, A2 and VW^T in half the shared memory:
+    # ring slots up to 9 with TPK7 8, 11 with TPK7 4). Prepared in session 22, not yet run on a GPU (NOTES.md)
+    p7_gluon_fp16: bool = False
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
     # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
     # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
@@ -1821,6 +1974,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             "p7_gluon: expected () or (consumer registers, loader registers: 24..256, multiples of 8; ring slots "
             f"for TPK7 8 and 4: >= 3; copy groups in flight >= 1; fewest tiles per program >= 0), got {g7!r}"
         )
+    if not isinstance(cfg.p7_gluon_fp16, bool):
+        raise ValueError(f"p7_gluon_fp16: expected True or False, got {cfg.p7_gluon_fp16!r}")
     if cfg.pre5 not in (0, 16, 32, 64):
         raise ValueError(f"pre5: expected 0 (never) or an MLP block width 16 / 32 / 64, got {cfg.pre5}")
     if cfg.tpk4_chunk < 0:
@@ -1958,10 +2113,12 @@ def _gluon_phase7(plan: Plan, cfg: Config, sms: int, tensors: list, out_k, accs,
     a2, c2, vwb = views[5], views[6], views[7]
     args = [k, kp, a2, c2, vwb, bo, ln4w, ln4b, out_k, accs, n_zero, plan.T, plan.S, ch]
     meta = dict(
-        M8=m8, TPK=plan.TPK7, S4_L=g7_score_layout(m8), NS=ns, LAG=min(lag, ns - 2),  # (more would deadlock)
+        M8=m8, TPK=plan.TPK7, NS=ns, LAG=min(lag, ns - 2),  # (more would deadlock: g7_ring_model.py)
         CONSUMER_REGS=creg, LOADER_REGS=lreg, PDL=1, num_warps=4, launch_pdl=True,
     )  # fmt: skip
-    return _i2t_gluon_kernel, grid, args, meta
+    if cfg.p7_gluon_fp16:
+        return _i2t_gluon16_kernel, grid, args, dict(meta, S3_L=g7_softmax_layout(plan.TPK7))
+    return _i2t_gluon_kernel, grid, args, dict(meta, S4_L=g7_score_layout(m8))
 
 
 def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:

@@ -326,6 +326,9 @@ VARIANTS: dict[str, Config] = {
     "g7l3": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 3, 0)),
     "g7l2": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 2, 0)),
     "g7m2": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 2, 2)),
+    # prepared in session 22, not yet run: fp16 operands (ring slots 9 / 11 fit), LAG 2 and 4
+    "g7h": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 2, 2), p7_gluon_fp16=True),
+    "g7h4": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 4, 2), p7_gluon_fp16=True),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
