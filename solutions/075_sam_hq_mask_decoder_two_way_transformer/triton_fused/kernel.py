@@ -1372,6 +1372,25 @@ if gluon is not None:
             gl.store(accs_ptr + zo, gl.zeros([1024], gl.float32, zl), mask=zo < z_hi)
 
     @gluon.jit
+    def _g7_setup(
+        c2_ptr, accs_ptr, n_zero, T, S, CH, WG: gl.constexpr, M8: gl.constexpr, TPK: gl.constexpr,
+        PDL: gl.constexpr, KAPPA: gl.constexpr, s_l: gl.constexpr, o_l: gl.constexpr,
+    ):  # fmt: skip
+        """A consumer's start: the PDL wait, its share of the accumulators zeroed, its chunk, the score
+        accumulator's start row (c2 of the row each column holds, -1e30 for padded tokens; KAPPA: columns in
+        _g7_kappa order) and the row / column indices of the output tile."""
+        _g7_gdc_wait(PDL)
+        _g7_zero_share(accs_ptr, n_zero, WG)
+        item, s0, s1, n_t = _g7_chunk(S, CH)
+        c = gl.arange(0, M8, layout=gl.SliceLayout(0, s_l))
+        j = gl.where(KAPPA, _g7_kappa(c), c)
+        jv = (j % TPK) < T
+        cvec = gl.where(jv, gl.load(c2_ptr + item * M8 + j, mask=jv, other=0.0), -1.0e30)
+        rows = gl.arange(0, 64, layout=gl.SliceLayout(1, o_l))
+        cols = gl.arange(0, 256, layout=gl.SliceLayout(0, o_l))
+        return item, s0, s1, n_t, cvec, rows, cols
+
+    @gluon.jit
     def _g7_tail(k_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, item, S, st, s1, rows, cols, pb, ps, vw_smem):
         """out = LN4(k + bout + p VW) of one tile, stored from the accumulator's registers: the accumulator
         starts at the residual (read again, from L2); p in two parts (hi, lo), VW^T from shared memory."""
@@ -1398,9 +1417,6 @@ if gluon is not None:
         """One warpgroup: tiles WG, WG + 2, ... of the chunk. Per tile s = x A2^T + c2 (x = RN(k + k_pe), the
         tokens on M), the softmax over each head's TPK columns, out = LN4(k + bout + p VW) (p in two TF32 parts),
         stored from the accumulator's registers."""
-        _g7_gdc_wait(PDL)
-        _g7_zero_share(accs_ptr, n_zero, WG)
-        item, s0, s1, n_t = _g7_chunk(S, CH)
         s_l: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, M8, 8]
         )
@@ -1409,11 +1425,9 @@ if gluon is not None:
         )
         p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_l, k_width=1)
         blk: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])  # [64 tokens, 32 channels]
-        j = _g7_kappa(gl.arange(0, M8, layout=gl.SliceLayout(0, s_l)))
-        jv = (j % TPK) < T
-        cvec = gl.where(jv, gl.load(c2_ptr + item * M8 + j, mask=jv, other=0.0), -1.0e30)
-        rows = gl.arange(0, 64, layout=gl.SliceLayout(1, o_l))
-        cols = gl.arange(0, 256, layout=gl.SliceLayout(0, o_l))
+        item, s0, s1, n_t, cvec, rows, cols = _g7_setup(
+            c2_ptr, accs_ptr, n_zero, T, S, CH, WG, M8, TPK, PDL, True, s_l, o_l
+        )
         for i in range(WG, n_t, 2):
             # the tile's first piece has landed (and with it every earlier copy group, the operands' included).
             # Needed before the parity waits on `ready` below: a consumer's first piece of a tile can sit in a
@@ -1465,9 +1479,6 @@ if gluon is not None:
         buffers (its ring slot goes back at once), s = x A2^T at the fp16 rate, p in two fp16 parts (hi, lo) as
         the value product's A operand straight from the accumulator's registers (each register pair is a column
         pair: no K permutation, natural head-major columns)."""
-        _g7_gdc_wait(PDL)
-        _g7_zero_share(accs_ptr, n_zero, WG)
-        item, s0, s1, n_t = _g7_chunk(S, CH)
         s_l: gl.constexpr = gl.NVMMADistributedLayout(
             version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, M8, 16]
         )
@@ -1476,11 +1487,9 @@ if gluon is not None:
         )
         p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_l, k_width=2)
         blk: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])  # [64 tokens, 32 channels]
-        j = gl.arange(0, M8, layout=gl.SliceLayout(0, s_l))
-        jv = (j % TPK) < T
-        cvec = gl.where(jv, gl.load(c2_ptr + item * M8 + j, mask=jv, other=0.0), -1.0e30)
-        rows = gl.arange(0, 64, layout=gl.SliceLayout(1, o_l))
-        cols = gl.arange(0, 256, layout=gl.SliceLayout(0, o_l))
+        item, s0, s1, n_t, cvec, rows, cols = _g7_setup(
+            c2_ptr, accs_ptr, n_zero, T, S, CH, WG, M8, TPK, PDL, False, s_l, o_l
+        )
         for i in range(WG, n_t, 2):
             _gl_bar.wait(turn.index(WG), ((i - WG) // 2) & 1)  # see _g7_consumer
             st = s0 + (n_t - 1 - i) * 64
