@@ -1409,24 +1409,77 @@ if gluon is not None:
         gl.store(out_ptr + off, y + gl.expand_dims(gl.load(lb_ptr + cols), 0), mask=ok)
 
     @gluon.jit
+    def _g7_x_tf32(x_smem, p_smem, x16_smem, g, q, WG: gl.constexpr, NS: gl.constexpr, blk: gl.constexpr):
+        """x = RN(k + k_pe) of piece g in place of its k piece, which is then the score product's A operand."""
+        xs = x_smem.index(g % NS)
+        xs.store(_g7_rn(xs.load(blk) + p_smem.index(g % NS).load(blk)))
+        return xs
+
+    @gluon.jit
+    def _g7_x_fp16(x_smem, p_smem, x16_smem, g, q, WG: gl.constexpr, NS: gl.constexpr, blk: gl.constexpr):
+        """x = fp16(k + k_pe) of piece g into one of this warpgroup's two x buffers (its product two pieces ago is
+        done: the consumer's wait), the score product's A operand; the ring slot is no longer needed."""
+        xb = x16_smem.index(2 * WG + q % 2)
+        xb.store((x_smem.index(g % NS).load(blk) + p_smem.index(g % NS).load(blk)).to(gl.float16))
+        return xb
+
+    @gluon.jit
+    def _g7_p_tf32(acc, S_VIEW: gl.constexpr, M8: gl.constexpr, TPK: gl.constexpr, p_op: gl.constexpr):
+        """p (hi, lo: two TF32 parts) of the scores, columns in _g7_kappa order.
+
+        Column 8 g + 2 t + b holds row 8 g + 4 b + t, so head h's columns are (g, b) = (h // 2, h % 2), t = 0..3
+        with TPK 4 and g = h, t and b with TPK 8; in the accumulator's own layout (S_VIEW, checked) t is a quad's
+        lanes and b a register pair. p with its columns in K order (8 g + 4 b + t) is then the A operand's
+        layout: no data moves."""
+        s4 = gl.convert_layout(gl.reshape(acc, [64, M8 // 8, 4, 2]), S_VIEW, assert_trivial=True)
+        m = gl.max(s4, axis=2)
+        m = gl.where(TPK == 8, gl.expand_dims(gl.max(m, axis=2), 2), m)
+        p4 = gl.exp2(s4 - gl.expand_dims(m, 2))
+        den = gl.sum(p4, axis=2)
+        den = gl.where(TPK == 8, gl.expand_dims(gl.sum(den, axis=2), 2), den)
+        p4 = p4 / gl.expand_dims(den, 2)
+        p = gl.convert_layout(gl.reshape(gl.permute(p4, (0, 1, 3, 2)), [64, M8]), p_op, assert_trivial=True)
+        pb = _g7_rn(p)
+        return pb, p - pb
+
+    @gluon.jit
+    def _g7_p_fp16(acc, S_VIEW: gl.constexpr, M8: gl.constexpr, TPK: gl.constexpr, p_op: gl.constexpr):
+        """p (hi, lo: two fp16 parts) of the scores, natural head-major columns: the softmax over each head's TPK
+        columns (a quad's lanes and registers: S_VIEW is the accumulator's own layout, checked); each register pair
+        of the accumulator is a column pair of the fp16 A operand, so no data moves."""
+        s3 = gl.convert_layout(gl.reshape(acc, [64, 8, TPK]), S_VIEW, assert_trivial=True)
+        p3 = gl.exp2(s3 - gl.expand_dims(gl.max(s3, axis=2), 2))
+        p3 = p3 / gl.expand_dims(gl.sum(p3, axis=2), 2)
+        p = gl.reshape(p3, [64, M8])
+        pb = p.to(gl.float16)
+        ps = (p - pb.to(gl.float32)).to(gl.float16)
+        return gl.convert_layout(pb, p_op, assert_trivial=True), gl.convert_layout(
+            ps, p_op, assert_trivial=True
+        )
+
+    @gluon.jit
     def _g7_consumer(
-        k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, a2_smem, vw_smem,
-        ready, free, turn, T, S, CH, WG: gl.constexpr, M8: gl.constexpr, TPK: gl.constexpr,
-        NS: gl.constexpr, PDL: gl.constexpr, S4_L: gl.constexpr,
+        k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x16_smem, a2_smem,
+        vw_smem, ready, free, turn, T, S, CH, WG: gl.constexpr, M8: gl.constexpr, TPK: gl.constexpr,
+        NS: gl.constexpr, PDL: gl.constexpr, S_VIEW: gl.constexpr, F16: gl.constexpr,
     ):  # fmt: skip
-        """One warpgroup: tiles WG, WG + 2, ... of the chunk. Per tile s = x A2^T + c2 (x = RN(k + k_pe), the
-        tokens on M), the softmax over each head's TPK columns, out = LN4(k + bout + p VW) (p in two TF32 parts),
-        stored from the accumulator's registers."""
+        """One warpgroup: tiles WG, WG + 2, ... of the chunk. Per tile s = x A2^T + c2 (the tokens on M), the
+        softmax over each head's TPK columns, out = LN4(k + bout + p VW) (p in two parts), stored from the
+        accumulator's registers. TF32 operands (x = RN(k + k_pe) in place, columns in _g7_kappa order; x16_smem
+        unused), or with F16 fp16 operands (x into this warpgroup's x16_smem buffers, natural columns)."""
+        KI: gl.constexpr = 16 if F16 else 8  # the wgmma's K per instruction
+        x_step: gl.constexpr = _g7_x_fp16 if F16 else _g7_x_tf32
+        p_step: gl.constexpr = _g7_p_fp16 if F16 else _g7_p_tf32
         s_l: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, M8, 8]
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, M8, KI]
         )
         o_l: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 256, 8]
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 256, KI]
         )
-        p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_l, k_width=1)
+        p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_l, k_width=KI // 8)
         blk: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])  # [64 tokens, 32 channels]
         item, s0, s1, n_t, cvec, rows, cols = _g7_setup(
-            c2_ptr, accs_ptr, n_zero, T, S, CH, WG, M8, TPK, PDL, True, s_l, o_l
+            c2_ptr, accs_ptr, n_zero, T, S, CH, WG, M8, TPK, PDL, not F16, s_l, o_l
         )
         for i in range(WG, n_t, 2):
             # the tile's first piece has landed (and with it every earlier copy group, the operands' included).
@@ -1437,84 +1490,26 @@ if gluon is not None:
             # wait. A model of the protocol: g7_ring_model.py (NOTES.md, "Session 22")
             _gl_bar.wait(turn.index(WG), ((i - WG) // 2) & 1)
             st = s0 + (n_t - 1 - i) * 64
-            # s = x A2^T + c2, over the 8 pieces of the ring (x computed in place of the k piece)
+            # s = x A2^T + c2, over the 8 pieces of the ring
             acc = gl.zeros([64, M8], gl.float32, s_l) + cvec[None, :]
             for q in gl.static_range(8):
                 g = i * 8 + q
                 _gl_bar.wait(ready.index(g % NS), (g // NS) & 1)
-                xs = x_smem.index(g % NS)
-                xs.store(_g7_rn(xs.load(blk) + p_smem.index(g % NS).load(blk)))
+                xa = x_step(x_smem, p_smem, x16_smem, g, q, WG, NS, blk)
                 _gl_fence()  # each thread's stores, then all of them, before the wgmma reads the piece
                 _gl_sync()
-                acc = _gl_mma(xs, a2_smem.index(q).permute((1, 0)), acc, is_async=True)
+                if F16:  # the ring slot is read: back to the loader at once
+                    _gl_bar.arrive(free.index(g % NS))
+                acc = _gl_mma(xa, a2_smem.index(q).permute((1, 0)), acc, is_async=True)
                 acc = _gl_mma_wait(num_outstanding=1, deps=(acc,))
-                if q > 0:  # the previous piece's product is done: its slot goes back to the loader
+                if (
+                    not F16 and q > 0
+                ):  # the previous piece's product is done: its slot goes back to the loader
                     _gl_bar.arrive(free.index((g - 1) % NS))
             acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
-            _gl_bar.arrive(free.index((i * 8 + 7) % NS))
-            # softmax over each head's columns: column 8 g + 2 t + b holds row 8 g + 4 b + t, so head h's columns
-            # are (g, b) = (h // 2, h % 2), t = 0..3 with TPK 4 and g = h, t and b with TPK 8; in the
-            # accumulator's own layout (S4_L, checked) t is a quad's lanes and b a register pair
-            s4 = gl.convert_layout(gl.reshape(acc, [64, M8 // 8, 4, 2]), S4_L, assert_trivial=True)
-            m = gl.max(s4, axis=2)
-            m = gl.where(TPK == 8, gl.expand_dims(gl.max(m, axis=2), 2), m)
-            p4 = gl.exp2(s4 - gl.expand_dims(m, 2))
-            den = gl.sum(p4, axis=2)
-            den = gl.where(TPK == 8, gl.expand_dims(gl.sum(den, axis=2), 2), den)
-            p4 = p4 / gl.expand_dims(den, 2)
-            # p with its columns in K order (8 g + 4 b + t) is the A operand's layout: no data moves
-            p = gl.convert_layout(
-                gl.reshape(gl.permute(p4, (0, 1, 3, 2)), [64, M8]), p_op, assert_trivial=True
-            )
-            pb = _g7_rn(p)
-            _g7_tail(k_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, item, S, st, s1, rows, cols, pb, p - pb, vw_smem)
-
-    @gluon.jit
-    def _g7_consumer16(
-        k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x16_smem, a2_smem,
-        vw_smem, ready, free, turn, T, S, CH, WG: gl.constexpr, M8: gl.constexpr, TPK: gl.constexpr,
-        NS: gl.constexpr, PDL: gl.constexpr, S3_L: gl.constexpr,
-    ):  # fmt: skip
-        """_g7_consumer with fp16 operands (fp32 accumulation): x = fp16(k + k_pe) into this warpgroup's two x
-        buffers (its ring slot goes back at once), s = x A2^T at the fp16 rate, p in two fp16 parts (hi, lo) as
-        the value product's A operand straight from the accumulator's registers (each register pair is a column
-        pair: no K permutation, natural head-major columns)."""
-        s_l: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, M8, 16]
-        )
-        o_l: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 256, 16]
-        )
-        p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_l, k_width=2)
-        blk: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])  # [64 tokens, 32 channels]
-        item, s0, s1, n_t, cvec, rows, cols = _g7_setup(
-            c2_ptr, accs_ptr, n_zero, T, S, CH, WG, M8, TPK, PDL, False, s_l, o_l
-        )
-        for i in range(WG, n_t, 2):
-            _gl_bar.wait(turn.index(WG), ((i - WG) // 2) & 1)  # see _g7_consumer
-            st = s0 + (n_t - 1 - i) * 64
-            acc = gl.zeros([64, M8], gl.float32, s_l) + cvec[None, :]
-            for q in gl.static_range(8):
-                g = i * 8 + q
-                _gl_bar.wait(ready.index(g % NS), (g // NS) & 1)
-                x = (x_smem.index(g % NS).load(blk) + p_smem.index(g % NS).load(blk)).to(gl.float16)
-                xb = x16_smem.index(2 * WG + q % 2)  # its product two pieces ago is done (the wait below)
-                xb.store(x)
-                _gl_fence()
-                _gl_sync()
-                _gl_bar.arrive(free.index(g % NS))  # the ring slot is read
-                acc = _gl_mma(xb, a2_smem.index(q).permute((1, 0)), acc, is_async=True)
-                acc = _gl_mma_wait(num_outstanding=1, deps=(acc,))
-            acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
-            # softmax over each head's TPK columns (a quad's lanes and registers: S3_L is acc's own layout)
-            s3 = gl.convert_layout(gl.reshape(acc, [64, 8, TPK]), S3_L, assert_trivial=True)
-            p3 = gl.exp2(s3 - gl.expand_dims(gl.max(s3, axis=2), 2))
-            p3 = p3 / gl.expand_dims(gl.sum(p3, axis=2), 2)
-            p = gl.reshape(p3, [64, M8])
-            pb = p.to(gl.float16)
-            ps = (p - pb.to(gl.float32)).to(gl.float16)
-            pb = gl.convert_layout(pb, p_op, assert_trivial=True)
-            ps = gl.convert_layout(ps, p_op, assert_trivial=True)
+            if not F16:
+                _gl_bar.arrive(free.index((i * 8 + 7) % NS))
+            pb, ps = p_step(acc, S_VIEW, M8, TPK, p_op)
             _g7_tail(k_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, item, S, st, s1, rows, cols, pb, ps, vw_smem)
 
     @gluon.jit(do_not_specialize=["n_zero", "T", "S", "CH"])
@@ -1538,14 +1533,14 @@ if gluon is not None:
         gl.warp_specialize(  # argument tuples written out: see _i2t_gluon_kernel
             [
                 (
-                    _g7_consumer16,
+                    _g7_consumer,
                     (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x16_smem,
-                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 0, M8, TPK, NS, PDL, S3_L),
+                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 0, M8, TPK, NS, PDL, S3_L, True),
                 ),
                 (
-                    _g7_consumer16,
+                    _g7_consumer,
                     (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x16_smem,
-                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 1, M8, TPK, NS, PDL, S3_L),
+                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 1, M8, TPK, NS, PDL, S3_L, True),
                 ),
                 (
                     _g7_loader,
@@ -1575,18 +1570,19 @@ if gluon is not None:
         vw_smem = gl.allocate_shared_memory(gl.float32, [256, M8], vl)
         ready, free, turn = _g7_barriers(NS)
         # the argument tuples are written out in the call: a tuple held in a variable turns its constexprs into
-        # tensors (Triton 3.6; 077's NOTES, session 19)
+        # tensors (Triton 3.6; 077's NOTES, session 19). The TF32 consumers take x_smem for the x16 buffers they
+        # do not use
         gl.warp_specialize(
             [
                 (
                     _g7_consumer,
-                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, a2_smem,
-                     vw_smem, ready, free, turn, T, S, CH, 0, M8, TPK, NS, PDL, S4_L),
+                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x_smem,
+                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 0, M8, TPK, NS, PDL, S4_L, False),
                 ),
                 (
                     _g7_consumer,
-                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, a2_smem,
-                     vw_smem, ready, free, turn, T, S, CH, 1, M8, TPK, NS, PDL, S4_L),
+                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x_smem,
+                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 1, M8, TPK, NS, PDL, S4_L, False),
                 ),
                 (
                     _g7_loader,
@@ -1895,6 +1891,11 @@ class Plan:
         return 7 if self.KP6 > 1 else (6 if self.KP1 > 1 else 3)
 
     @property
+    def acc_floats(self) -> int:
+        """fp32 elements of the query-side accumulators this plan uses (and its phase 7 zeroes)."""
+        return self.n_accs * self.NRT * RT * C_HID
+
+    @property
     def phases(self) -> list[int]:
         """The phases in execution order (phase 1a, "8", first; phase 6a, "9", before 6)."""
         return [
@@ -2116,11 +2117,10 @@ def _gluon_phase7(plan: Plan, cfg: Config, sms: int, tensors: list, out_k, accs,
     grid = plan.NI * -(-plan.S // ch)
     m8 = 8 * plan.TPK7
     ns = ns8 if m8 == 64 else ns4
-    n_zero = plan.n_accs * plan.NRT * RT * C_HID
     k, kp = tensors[1], tensors[3]
     bo, ln4w, ln4b = tensors[37], tensors[38], tensors[39]
     a2, c2, vwb = views[5], views[6], views[7]
-    args = [k, kp, a2, c2, vwb, bo, ln4w, ln4b, out_k, accs, n_zero, plan.T, plan.S, ch]
+    args = [k, kp, a2, c2, vwb, bo, ln4w, ln4b, out_k, accs, plan.acc_floats, plan.T, plan.S, ch]
     meta = dict(
         M8=m8, TPK=plan.TPK7, NS=ns, LAG=min(lag, ns - 2),  # (more would deadlock: g7_ring_model.py)
         CONSUMER_REGS=creg, LOADER_REGS=lreg, PDL=1, num_warps=4, launch_pdl=True,
@@ -2170,7 +2170,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     for n, a in zip(sizes, aligned, strict=True):
         views.append(ws[at : at + n])
         at += a
-    accs = _acc_buffer(device, plan.n_accs * plan.NRT * RT * C)
+    accs = _acc_buffer(device, plan.acc_floats)
     sync = (
         _sync_buffer(device)
         if cfg.mode == "persistent"
