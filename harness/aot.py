@@ -208,41 +208,16 @@ def _child_main(path: str, arch: int) -> None:
             results.append(
                 {"kernel": launch.kernel, "arch": arch, "error": f"{type(exc).__name__}: {exc}"[-2000:]}
             )
-    print(json.dumps(results))
+    for result in results:  # one JSON object a line, as compile_in_child reads them
+        print(json.dumps(result))
 
 
-def build_launches(launches: Sequence[Launch], arch: int, *, timeout: float = 1800) -> list[dict[str, Any]]:
-    """Compile the launches for sm_<arch> (90: sm_90a, 100: sm_100a) in a process without the interpreter.
-
-    One dict per distinct specialization: kernel, arch, shared (bytes), registers, stack (bytes), or error.
-    """
-    import tempfile
-
-    from harness import child_env
-
-    env = child_env(TRITON_INTERPRET=None)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "launches.pkl"
-        path.write_bytes(pickle.dumps(list(launches)))  # the child builds each specialization once
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                f"from harness.aot import _child_main; _child_main({str(path)!r}, {arch})",
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=timeout,
-        )
-    if proc.returncode != 0:
-        raise RuntimeError(f"AOT build for sm_{arch} failed: {proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def compile_in_child(argv: Sequence[str], *, timeout: float = 600) -> list[dict[str, Any]]:
+def compile_in_child(
+    argv: Sequence[str], *, what: str | None = None, timeout: float = 600
+) -> list[dict[str, Any]]:
     """Run `python *argv` without Triton's interpreter (a script that compiles kernels for a GPU this machine need
-    not have) and return the JSON objects it printed, one per line that starts with '{'."""
+    not have) and return the JSON objects it printed, one per line that starts with '{'. A failed child raises
+    RuntimeError("<what, or argv[0]> failed: <its stderr>")."""
     from harness import child_env
 
     proc = subprocess.run(
@@ -253,8 +228,25 @@ def compile_in_child(argv: Sequence[str], *, timeout: float = 600) -> list[dict[
         timeout=timeout,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"{argv[0]}: the compiling child process failed: {proc.stderr[-3000:]}")
+        raise RuntimeError(f"{what or argv[0]} failed: {proc.stderr[-3000:]}")
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def build_launches(launches: Sequence[Launch], arch: int, *, timeout: float = 1800) -> list[dict[str, Any]]:
+    """Compile the launches for sm_<arch> (90: sm_90a, 100: sm_100a) in a process without the interpreter.
+
+    One dict per distinct specialization: kernel, arch, shared (bytes), registers, stack (bytes), or error.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "launches.pkl"
+        path.write_bytes(pickle.dumps(list(launches)))  # the child builds each specialization once
+        return compile_in_child(
+            ["-c", f"from harness.aot import _child_main; _child_main({str(path)!r}, {arch})"],
+            what=f"AOT build for sm_{arch}",
+            timeout=timeout,
+        )
 
 
 # ------------------------------------------------------------------------------------------ a solution
