@@ -638,6 +638,9 @@ def test_gluon_phase7_is_off_by_default_and_gpu_only():
 def test_gluon_phase7_configuration_is_checked(value):
     with pytest.raises(ValueError, match="p7_gluon"):
         kernel.make_plan(16, 4, 4096, dataclasses.replace(G7, p7_gluon=value), 132)
+
+
+def test_gluon_phase7_precision_flag_is_checked():
     with pytest.raises(ValueError, match="p7_gluon_fp16"):
         kernel.make_plan(16, 4, 4096, dataclasses.replace(G7, p7_gluon_fp16=1), 132)
 
