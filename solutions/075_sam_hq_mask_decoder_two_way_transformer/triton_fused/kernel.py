@@ -1512,6 +1512,40 @@ if gluon is not None:
             pb, ps = p_step(acc, S_VIEW, M8, TPK, p_op)
             _g7_tail(k_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, item, S, st, s1, rows, cols, pb, ps, vw_smem)
 
+    @gluon.jit
+    def _g7_partitions(
+        k_ptr, kp_ptr, a2_ptr, c2_ptr, vw_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, T, S, CH,
+        x_smem, p_smem, x16_smem, a2_smem, vw_smem, M8: gl.constexpr, TPK: gl.constexpr, S_VIEW: gl.constexpr,
+        NS: gl.constexpr, LAG: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
+        PDL: gl.constexpr, F16: gl.constexpr,
+    ):  # fmt: skip
+        """The ring's barriers, then the two consumer warpgroups (this one and a worker) and the loader warpgroup
+        on the kernel's shared memory (F16: the fp16 twin's; otherwise x16_smem is unused)."""
+        ready, free, turn = _g7_barriers(NS)
+        # the argument tuples are written out in the call: a tuple held in a variable turns its constexprs into
+        # tensors (Triton 3.6; 077's NOTES, session 19)
+        gl.warp_specialize(
+            [
+                (
+                    _g7_consumer,
+                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x16_smem,
+                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 0, M8, TPK, NS, PDL, S_VIEW, F16),
+                ),
+                (
+                    _g7_consumer,
+                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x16_smem,
+                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 1, M8, TPK, NS, PDL, S_VIEW, F16),
+                ),
+                (
+                    _g7_loader,
+                    (k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, S, CH,
+                     M8, NS, LAG, PDL, F16),
+                ),
+            ],
+            [4, 4],
+            [CONSUMER_REGS, LOADER_REGS],
+        )  # fmt: skip
+
     @gluon.jit(do_not_specialize=["n_zero", "T", "S", "CH"])
     def _i2t_gluon16_kernel(
         k_ptr, kp_ptr, a2_ptr, c2_ptr, vw_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, T, S, CH,
@@ -1529,27 +1563,9 @@ if gluon is not None:
         x16_smem = gl.allocate_shared_memory(gl.float16, [4, 64, 32], x16l)  # two per consumer
         a2_smem = gl.allocate_shared_memory(gl.float16, [8, M8, 32], al)
         vw_smem = gl.allocate_shared_memory(gl.float16, [256, M8], vl)
-        ready, free, turn = _g7_barriers(NS)
-        gl.warp_specialize(  # argument tuples written out: see _i2t_gluon_kernel
-            [
-                (
-                    _g7_consumer,
-                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x16_smem,
-                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 0, M8, TPK, NS, PDL, S3_L, True),
-                ),
-                (
-                    _g7_consumer,
-                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x16_smem,
-                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 1, M8, TPK, NS, PDL, S3_L, True),
-                ),
-                (
-                    _g7_loader,
-                    (k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, S, CH,
-                     M8, NS, LAG, PDL, True),
-                ),
-            ],
-            [4, 4],
-            [CONSUMER_REGS, LOADER_REGS],
+        _g7_partitions(
+            k_ptr, kp_ptr, a2_ptr, c2_ptr, vw_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, T, S, CH,
+            x_smem, p_smem, x16_smem, a2_smem, vw_smem, M8, TPK, S3_L, NS, LAG, CONSUMER_REGS, LOADER_REGS, PDL, True,
         )  # fmt: skip
 
     @gluon.jit(do_not_specialize=["n_zero", "T", "S", "CH"])
@@ -1568,30 +1584,9 @@ if gluon is not None:
         p_smem = gl.allocate_shared_memory(gl.float32, [NS, 64, 32], xl)  # k_pe pieces
         a2_smem = gl.allocate_shared_memory(gl.float32, [8, M8, 32], al)
         vw_smem = gl.allocate_shared_memory(gl.float32, [256, M8], vl)
-        ready, free, turn = _g7_barriers(NS)
-        # the argument tuples are written out in the call: a tuple held in a variable turns its constexprs into
-        # tensors (Triton 3.6; 077's NOTES, session 19). The TF32 consumers take x_smem for the x16 buffers they
-        # do not use
-        gl.warp_specialize(
-            [
-                (
-                    _g7_consumer,
-                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x_smem,
-                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 0, M8, TPK, NS, PDL, S4_L, False),
-                ),
-                (
-                    _g7_consumer,
-                    (k_ptr, c2_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, x_smem, p_smem, x_smem,
-                     a2_smem, vw_smem, ready, free, turn, T, S, CH, 1, M8, TPK, NS, PDL, S4_L, False),
-                ),
-                (
-                    _g7_loader,
-                    (k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, S, CH,
-                     M8, NS, LAG, PDL),
-                ),
-            ],
-            [4, 4],
-            [CONSUMER_REGS, LOADER_REGS],
+        _g7_partitions(
+            k_ptr, kp_ptr, a2_ptr, c2_ptr, vw_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, T, S, CH,
+            x_smem, p_smem, x_smem, a2_smem, vw_smem, M8, TPK, S4_L, NS, LAG, CONSUMER_REGS, LOADER_REGS, PDL, False,
         )  # fmt: skip
 
     def g7_softmax_layout(tpk: int):
