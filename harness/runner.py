@@ -545,6 +545,16 @@ def plan_run(
     unplaced = set(by_task) - {t.name for t in tasks}
     if unplaced:
         raise HarnessError(f"--solution: solutions for {sorted(unplaced)}, a task not being run")
+    for task_name, paths in by_task.items():  # a trace names its solution only: two of one name would merge
+        seen: dict[str, Path] = {}
+        for path in paths:
+            name = solution_name_of(path)
+            if name in seen and seen[name].resolve() != path.resolve():
+                raise HarnessError(
+                    f"--solution: {seen[name]} and {path} both declare name '{name}' for {task_name}; their "
+                    "traces could not be told apart (rename one in its solution.yaml and its folder)"
+                )
+            seen[name] = path
     used_prefixes: set[str] = set()
     plans = []
     for task in tasks:

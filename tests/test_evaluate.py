@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -199,6 +200,17 @@ def test_plan_run_places_solutions_and_prefixes():
         plan_run(["075"], [str(compile_074)])
     with pytest.raises(HarnessError, match="--workload"):
         plan_run(["074"], [], ["zzzz"])
+
+
+def test_plan_run_rejects_two_solutions_of_one_name(tmp_path):
+    """Traces name their solution only, so two folders that declare one name for a task would be reported as one
+    (an A/B of a copy would print the mixture's geomean); the same folder twice is one solution."""
+    (compile_074,) = [p for p in plan_run(["074"], [])[0].solutions if p.name == "torch_compile_tf32"]
+    copy = tmp_path / "b" / "torch_compile_tf32"
+    shutil.copytree(compile_074, copy)
+    with pytest.raises(HarnessError, match="both declare name 'torch_compile_tf32'"):
+        plan_run([], [str(compile_074), str(copy)])
+    assert plan_run([], [str(compile_074), str(compile_074)])[0].solutions == [compile_074] * 2
 
 
 # ------------------------------------------------------------------------------------------ the CLI
