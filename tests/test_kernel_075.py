@@ -620,15 +620,33 @@ def test_odd_shapes_gpu(task, shape):
     _check(outs, task.reference(*args), TOLERANCE)
 
 
-# ---------------------------------------------------------------- phase 7 in Gluon (opt-in: Config.p7_gluon)
-G7 = dataclasses.replace(kernel.DEFAULT_CONFIG, p7_gluon=(232, 40, 6, 10, 2, 2))
+# ---------------------------------------------------------------- phase 7 in Gluon (Config.p7_gluon)
+G7 = dataclasses.replace(kernel.DEFAULT_CONFIG, p7_gluon=(232, 40, 6, 10, 2, 2), p7_gluon_fp16=False)  # TF32
+TL7 = dataclasses.replace(kernel.DEFAULT_CONFIG, p7_gluon=())  # the tl phase-7 launch everywhere
 
 
-def test_gluon_phase7_is_off_by_default_and_gpu_only():
-    """The shipped configuration keeps the tl phase-7 launch; the Gluon one needs an sm_90 GPU."""
-    assert kernel.DEFAULT_CONFIG.p7_gluon == ()
-    plan = kernel.make_plan(16, 4, 4096, G7, 132)
-    assert not kernel.gluon_phase7_ok(torch.device("cpu"), plan, G7)
+@pytest.mark.parametrize(
+    "where, items, T, S, gluon",
+    [
+        ("cpu", 16, 4, 4096, False),  # the interpreter cannot run Gluon
+        ("sm_90a", 16, 4, 4096, True),  # 8 tiles per program
+        ("sm_90a", 4, 6, 4096, True),  # TPK7 8, 2 tiles
+        ("sm_90a", 1, 4, 4096, False),  # 1 tile per program: the tl launch is faster
+        ("sm_100a", 16, 4, 4096, False),  # B200: no wgmma
+    ],
+)
+def test_gluon_phase7_default_is_fp16_from_two_tiles_on_sm90(monkeypatch, where, items, T, S, gluon):
+    """The shipped configuration: phase 7 in Gluon with fp16 operands on sm_90 where key chunks hold two 64-token
+    tiles or more; a recording on meta tensors (`solbench build`) plans for the targeted architecture."""
+    cfg = kernel.DEFAULT_CONFIG
+    assert cfg.p7_gluon_fp16 and cfg.p7_gluon[5] == 2 and kernel.G7_TPK8
+    if kernel.gluon is None:
+        pytest.skip("this Triton has no Gluon")
+    plan = kernel.make_plan(items, T, S, cfg, 132)
+    if where != "cpu":
+        monkeypatch.setenv(kernel.TARGET_ARCH_ENV, where)
+    device = torch.device("cpu" if where == "cpu" else "meta")
+    assert kernel.gluon_phase7_ok(device, plan, cfg) == gluon
 
 
 @pytest.mark.parametrize(
@@ -661,6 +679,7 @@ def test_gluon_phase7_chunks_and_launch_fields(monkeypatch, items, T, S, tiles, 
     monkeypatch.setattr(kernel, "_gpu_info", lambda device: (9, 132))
     monkeypatch.setattr(kernel, "_sm_count", lambda device: 132)
     cuda = torch.device("cuda")
+    monkeypatch.setattr(kernel, "G7_TPK8", False)
     assert kernel.gluon_phase7_ok(cuda, plan, G7) == (tiles >= 2 and m8 == 32)
     monkeypatch.setattr(kernel, "G7_TPK8", True)
     assert kernel.gluon_phase7_ok(cuda, plan, G7) == (tiles >= 2)
@@ -738,7 +757,7 @@ def test_gluon_phase7_matches_tl_gpu(task, monkeypatch, shape, fp16):
     args = _inputs(task, B, P, T, S, False, random_norms=False, device="cuda")
     refs = task.reference(*args)
     outs = {}
-    for name, cfg in (("tl", kernel.DEFAULT_CONFIG), ("gluon", g7)):
+    for name, cfg in (("tl", TL7), ("gluon", g7)):
         for _ in range(2):
             o = _poisoned_outputs(B, P, T, S, "cuda")
             kernel.launch(list(args), o, cfg)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
 from harness import PROJECT_ROOT
 from harness.aot import (
@@ -56,7 +57,7 @@ def _launches(task_id: str, arch: str = "sm_90a"):
     if task_id == "075":  # the phase-7 launch's GPU-only constexpr, as kernel.launch sets it on a GPU
         kernel = load_module(folder / "kernel.py", "_build_test075_meta")
         for launch in launches:
-            if launch.kwargs["PHASE"] == 7:
+            if launch.kwargs.get("PHASE") == 7:  # (the Gluon phase 7 carries its own)
                 launch.kwargs.update(kernel.PHASE7_GPU_META)
     return launches
 
@@ -92,10 +93,15 @@ def test_075_builds_carry_the_split_launch_constexprs():
     """The build of 075's split pairs is what a GPU launches: every shape here splits (a persistent launch of
     phases 1-6, then phase 7), and the phase-7 launch waits for the persistent one (programmatic dependent
     launch) while the persistent launch carries no PDL constexpr."""
-    launches = _launches("075")
-    pairs = [(a, b) for a, b in zip(launches, launches[1:], strict=False) if b.kwargs["PHASE"] == 7]
-    assert len(pairs) == len(SHAPES["075"]) and all(a.kwargs.get("SPLIT7") for a, _ in pairs)
-    assert all(b.kwargs["PDL"] is True and not a.kwargs.get("PDL") for a, b in pairs)
+    for arch in ("sm_90a", "sm_100a"):
+        launches = _launches("075", arch)
+        pairs = [(a, b) for a, b in zip(launches, launches[1:], strict=False) if a.kwargs.get("SPLIT7")]
+        assert len(pairs) == len(SHAPES["075"]) == len(launches) // 2
+        assert all(b.kwargs["PDL"] in (True, 1) and not a.kwargs.get("PDL") for a, b in pairs)
+        # phase 7 in Gluon on sm_90a where key chunks hold two 64-token tiles or more (here 8x2x4x4096 only)
+        gluon = [b.kernel for _, b in pairs if b.kernel.startswith("_i2t_gluon")]
+        assert gluon == (["_i2t_gluon16_kernel"] if arch == "sm_90a" else []), arch
+        assert all(b.kwargs.get("PHASE") == 7 for _, b in pairs if not b.kernel.startswith("_i2t_gluon"))
 
 
 def test_capture_records_what_the_solution_launches():
@@ -123,7 +129,7 @@ def test_capture_of_075_plans_for_the_target_gpu(monkeypatch, arch, sms, stages)
         monkeypatch.delenv(TARGET_ARCH_ENV, raising=False)
     else:
         monkeypatch.setenv(TARGET_ARCH_ENV, arch)
-    differs = split = preloaded = False
+    differs = split = preloaded = gluon7 = False
     for workload in task.workloads:
         a = workload.axes
         NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
@@ -131,7 +137,11 @@ def test_capture_of_075_plans_for_the_target_gpu(monkeypatch, arch, sms, stages)
         # the persistent launch, and phase 7's own where the plan splits it off (split7)
         launch, *rest = capture_solution(folder, workloads=[workload])
         assert launch.kwargs["PHASE"] == 0 and launch.kwargs.get("SPLIT7", False) == bool(plan.P7PARTS)
-        if plan.P7PARTS:
+        if plan.P7PARTS and kernel.gluon_phase7_ok(torch.device("meta"), plan, kernel.DEFAULT_CONFIG):
+            (p7,) = rest  # sm_90a, two 64-token tiles per key chunk or more: phase 7 in Gluon
+            assert p7.kernel == "_i2t_gluon16_kernel" and p7.kwargs["M8"] == 8 * plan.TPK7, workload.uuid
+            gluon7 = True
+        elif plan.P7PARTS:
             (p7,) = rest
             assert p7.kwargs["PHASE"] == 7 and p7.kwargs["P7PARTS"] == plan.P7PARTS, workload.uuid
             assert p7.kwargs["num_warps"] == plan.P7WARPS, workload.uuid
@@ -154,6 +164,7 @@ def test_capture_of_075_plans_for_the_target_gpu(monkeypatch, arch, sms, stages)
     assert differs  # the SM count changes the chunking of some official workload (#6, #11)
     assert split  # and phase 7 runs as its own launch on some (the large ones)
     assert preloaded  # and phase 5 loads its weights before its barrier on some (32-wide MLP blocks)
+    assert gluon7 == (arch is None)  # phase 7 in Gluon on the H200 only (#6, #11, #4, ...)
 
 
 def test_capture_of_075_rejects_an_unknown_target(monkeypatch):

@@ -28,7 +28,8 @@ Phases (work items in brackets; a row tile is 16 flat rows):
   7 [items x chunks]         i2t pass: scores, softmax over each head's tokens, values (p split in two TF32
                              parts; VW's TF32 residual too with v_terms=3), residual, LN4, store; also
                              re-zeroes the accumulators for the next call (its own launch since session 10;
-                             Config.p7_gluon: that launch in Gluon on sm_90, opt-in, `_i2t_gluon_kernel`)
+                             Config.p7_gluon: that launch in Gluon on sm_90 with fp16 operands where key
+                             chunks have two 64-token tiles or more, `_i2t_gluon16_kernel`)
 Key-side rows: 8 heads x TPK padded tokens per item (TPK 8 for T <= 8, 16 above, and 4 for T <= 4 where key
 chunks are short: Config.tpk4_chunk; the i2t side, phases 6 and 7, has its own TPK7, 4 for T <= 4:
 Config.tpk7_min). Phases 1a and 6a split the contractions of 1 and 6.
@@ -1747,17 +1748,18 @@ class Config:
     # while T <= 4 with short chunks (#14, #3) lost 2.9 us with 4 warps, so p7_launch keeps 8 there
     p7_launch_tpk8: tuple = (1, 4, 0, 32, 1)
     # phase 7's launch in Gluon on sm_90 (`_i2t_gluon_kernel`: a cp.async loader warpgroup, two consumer
-    # warpgroups on 64-token tiles) where TPK7 is 4 (`gluon_phase7_ok`): (consumer registers, loader registers,
-    # ring slots with TPK7 8, ring slots with TPK7 4, copy groups in flight, fewest 64-token tiles per program);
-    # () keeps the tl launch above, as do workloads whose key chunks would have fewer tiles per program than the
-    # last field. Off: H200 (session 22, NOTES.md) 1-3.6 % faster at #4 / #6 (4 / 8 tiles per program) with
-    # (232, 40, 6, 10, 2, 2), level with 2 tiles, 8-14 us slower with 1; consumer-bound (its x, residual and
-    # p VW steps cost 8, 15 and 22 us at #6)
-    p7_gluon: tuple = ()
-    # ... with fp16 operands for both of its products (`_i2t_gluon16_kernel`; fp32 accumulation; the same rounding
-    # as the TF32 path's for values in fp16's normal range, at twice the rate, A2 and VW^T in half the shared memory:
-    # ring slots up to 9 with TPK7 8, 11 with TPK7 4). Prepared in session 22, not yet run on a GPU (NOTES.md)
-    p7_gluon_fp16: bool = False
+    # warpgroups on 64-token tiles; `gluon_phase7_ok`): (consumer registers, loader registers, ring slots with
+    # TPK7 8, ring slots with TPK7 4, copy groups in flight, fewest 64-token tiles per program); () keeps the tl
+    # launch above, as do workloads whose key chunks would have fewer tiles per program than the last field.
+    # H200 (NOTES.md, sessions 22-23): with TF32 operands 1-3.6 % faster at #4 / #6 (4 / 8 tiles per program),
+    # level with 2 tiles; with fp16 operands (below) 3-8 % faster from 2 tiles per program on (#6 219.1 -> 202.7
+    # us), 7-14 us slower with 1 tile (#10, #14: the last field keeps them on tl)
+    p7_gluon: tuple = (232, 40, 9, 11, 2, 2)
+    # ... with fp16 operands for both of its products (`_i2t_gluon16_kernel`; fp32 accumulation): the same
+    # 10-bit rounding to nearest as the TF32 path's for values in fp16's normal range (k + k_pe, A2, VW and p's
+    # two parts; |k + k_pe| must stay below 65504), at twice the tensor rate, with A2 and VW^T in half the shared
+    # memory (ring slots up to 9 with TPK7 8, 11 with TPK7 4). Since session 23 (the geomean 3 % lower in tune.py)
+    p7_gluon_fp16: bool = True
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
     # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
     # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
@@ -2086,22 +2088,32 @@ def _g7_chunk_tokens(plan: Plan, sms: int) -> int:
     return -(-per_chunk // G7_TILE) * G7_TILE
 
 
-#: TPK7 8 (T 5..8) in the Gluon phase 7. Off: its 6-slot ring ran into the parity hazard that the turn barriers
-#: fix (with two or more tiles per program no H200 run finished), and the fixed kernel has not run on a GPU yet
-#: (session 22, NOTES.md); tests/test_kernel_075.py's GPU test switches it on.
-G7_TPK8 = False
+#: TPK7 8 (T 5..8) in the Gluon phase 7. Off in session 22, when its 6-slot ring ran into the parity hazard that
+#: the turn barriers fix (with two or more tiles per program no H200 run finished); on since session 23, when the
+#: fixed kernel passed the GPU tests and the official run (NOTES.md).
+G7_TPK8 = True
+
+
+def _g7_gpu(device: torch.device) -> tuple[int, int] | None:
+    """(compute capability major, SMs) of the GPU phase 7 is planned for: a CUDA device's, or on meta tensors (a
+    build's recording, `solbench build`) the targeted architecture's; None on the CPU (the interpreter)."""
+    if device.type == "cuda":
+        return _gpu_info(device)
+    return _target() if device.type == "meta" else None
 
 
 def gluon_phase7_ok(device: torch.device, plan: Plan, cfg: Config) -> bool:
-    """Whether phase 7's launch runs in Gluon: configured, an sm_90 GPU with Gluon in Triton, TPK7 4 (T <= 4; 8
-    with G7_TPK8), and at least the configured number of tiles per program."""
+    """Whether phase 7's launch runs in Gluon: configured, an sm_90 GPU with Gluon in Triton (or a recording for
+    sm_90a), TPK7 4 or 8 (T <= 8; 8 only with G7_TPK8), and at least the configured number of tiles per
+    program."""
+    gpu = _g7_gpu(device)
     return (
         bool(cfg.p7_gluon)
         and gluon is not None
-        and device.type == "cuda"
-        and _gpu_info(device)[0] == 9
+        and gpu is not None
+        and gpu[0] == 9
         and (plan.TPK7 == 4 or (plan.TPK7 == 8 and G7_TPK8))
-        and _g7_chunk_tokens(plan, _sm_count(device)) >= cfg.p7_gluon[5] * G7_TILE
+        and _g7_chunk_tokens(plan, gpu[1]) >= cfg.p7_gluon[5] * G7_TILE
     )
 
 
@@ -2227,8 +2239,8 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
             (_two_way_kernel, plan.grid, args, meta1),
             (_two_way_kernel, work[7], args, dict(meta7, PHASE=7)),
         ]
-        if gpu and gluon_phase7_ok(device, plan, cfg):
-            pair[1] = _gluon_phase7(plan, cfg, _sm_count(device), tensors, out_k, accs, views)
+        if gluon_phase7_ok(device, plan, cfg):  # a GPU's launch, or its recording on meta tensors
+            pair[1] = _gluon_phase7(plan, cfg, _g7_gpu(device)[1], tensors, out_k, accs, views)
         if gpu:
             runners = _direct_runners(pair)  # both ready before the first launch
             stream = torch.cuda.current_stream().cuda_stream  # Triton's choice too: the current device's

@@ -329,6 +329,9 @@ VARIANTS: dict[str, Config] = {
     # prepared in session 22, not yet run: fp16 operands (ring slots 9 / 11 fit), LAG 2 and 4
     "g7h": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 2, 2), p7_gluon_fp16=True),
     "g7h4": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 4, 2), p7_gluon_fp16=True),
+    # session 23: g7h from one tile per program on, and with 3 copy groups in flight
+    "g7h0": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 2, 0), p7_gluon_fp16=True),
+    "g7h3": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 3, 2), p7_gluon_fp16=True),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
