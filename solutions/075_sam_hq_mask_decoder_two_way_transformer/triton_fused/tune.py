@@ -322,16 +322,19 @@ VARIANTS: dict[str, Config] = {
     # g7a 213.9-216.2, g7l3 211.9-214.8, g7l2 212.6 us; #4: tl 139.2 / 139.5, g7a 135.4, g7m2 138.0 us. Diagnostic
     # builds without the x step, the residual or p VW (knob removed since): 208.1 / 201.4 / 193.8 us at #6, all
     # three 172.8. Since then the Gluon launch runs for TPK7 4 only (gluon_phase7_ok)
-    "g7a": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 4, 0)),
-    "g7l3": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 3, 0)),
-    "g7l2": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 2, 0)),
-    "g7m2": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 2, 2)),
-    # prepared in session 22, not yet run: fp16 operands (ring slots 9 / 11 fit), LAG 2 and 4
+    "g7a": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 4, 0), p7_gluon_fp16=False),
+    "g7l3": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 3, 0), p7_gluon_fp16=False),
+    "g7l2": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 2, 0), p7_gluon_fp16=False),
+    "g7m2": dataclasses.replace(BASE, p7_gluon=(232, 40, 6, 10, 2, 2), p7_gluon_fp16=False),
+    # prepared in session 22: fp16 operands (ring slots 9 / 11 fit), LAG 2 and 4. Session 23 (NOTES.md, "Current"):
+    # geomean of #6, #11, #4, #12, #16, #9 143.72 (base) / 134.10 (g7h) / 136.68 (g7h4) us; g7h is the default since
     "g7h": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 2, 2), p7_gluon_fp16=True),
     "g7h4": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 4, 2), p7_gluon_fp16=True),
     # session 23: g7h from one tile per program on, and with 3 copy groups in flight
     "g7h0": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 2, 0), p7_gluon_fp16=True),
     "g7h3": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 3, 2), p7_gluon_fp16=True),
+    # the tl phase-7 launch everywhere (the default until session 23, 76b6e0d's row)
+    "tl7": dataclasses.replace(BASE, p7_gluon=()),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
