@@ -1753,8 +1753,9 @@ class Config:
     # launch above, as do workloads whose key chunks would have fewer tiles per program than the last field.
     # H200 (NOTES.md, sessions 22-23): with TF32 operands 1-3.6 % faster at #4 / #6 (4 / 8 tiles per program),
     # level with 2 tiles; with fp16 operands (below) 3-8 % faster from 2 tiles per program on (#6 219.1 -> 202.7
-    # us), 7-14 us slower with 1 tile (#10, #14: the last field keeps them on tl)
-    p7_gluon: tuple = (232, 40, 9, 11, 2, 2)
+    # us), 7-14 us slower with 1 tile (#10, #14: the last field keeps them on tl); one copy group in flight
+    # instead of two another 0.1-2 % (#6 201.8 -> 198.8 us; loader registers 32 instead of 40: slower)
+    p7_gluon: tuple = (232, 40, 9, 11, 1, 2)
     # ... with fp16 operands for both of its products (`_i2t_gluon16_kernel`; fp32 accumulation): the same
     # 10-bit rounding to nearest as the TF32 path's for values in fp16's normal range (k + k_pe, A2, VW and p's
     # two parts; |k + k_pe| must stay below 65504), at twice the tensor rate, with A2 and VW^T in half the shared

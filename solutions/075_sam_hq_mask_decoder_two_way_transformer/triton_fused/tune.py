@@ -333,6 +333,10 @@ VARIANTS: dict[str, Config] = {
     # session 23: g7h from one tile per program on, and with 3 copy groups in flight
     "g7h0": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 2, 0), p7_gluon_fp16=True),
     "g7h3": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 3, 2), p7_gluon_fp16=True),
+    # session 23, prepared: loader registers 32 (sm_90a, local Triton 3.9: 4-7 spill stores in the kernel against
+    # 8-9 with 40), one copy group in flight
+    "g7hr": dataclasses.replace(BASE, p7_gluon=(232, 32, 9, 11, 2, 2), p7_gluon_fp16=True),
+    "g7h1": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 1, 2), p7_gluon_fp16=True),
     # the tl phase-7 launch everywhere (the default until session 23, 76b6e0d's row)
     "tl7": dataclasses.replace(BASE, p7_gluon=()),
 }
