@@ -661,8 +661,6 @@ def test_gluon_phase7_configuration_is_checked(value):
 def test_gluon_phase7_precision_flag_is_checked():
     with pytest.raises(ValueError, match="p7_gluon_fp16"):
         kernel.make_plan(16, 4, 4096, dataclasses.replace(G7, p7_gluon_fp16=1), 132)
-    with pytest.raises(ValueError, match="p7_gluon_late_ops"):
-        kernel.make_plan(16, 4, 4096, dataclasses.replace(G7, p7_gluon_late_ops=1), 132)
 
 
 @pytest.mark.parametrize(
@@ -702,12 +700,7 @@ def test_gluon_phase7_chunks_and_launch_fields(monkeypatch, items, T, S, tiles, 
     fn16, grid16, args16, meta16 = kernel._gluon_phase7(plan, half, 132, tensors, out_k, accs, views)
     assert fn16 is kernel._i2t_gluon16_kernel and (grid16, args16) == (grid, args)
     assert meta16["S3_L"] == kernel.g7_softmax_layout(m8 // 8) and "S4_L" not in meta16
-    assert meta16.pop("OPS_LATE") is False
     assert {k: v for k, v in meta16.items() if k != "S3_L"} == {k: v for k, v in meta.items() if k != "S4_L"}
-    # the late operands need 8 ring slots (the first tile's pieces are issued before any is signalled)
-    for slots, late in (((8, 8), True), ((7, 8), m8 == 32), ((8, 7), m8 == 64)):
-        cfg_late = dataclasses.replace(half, p7_gluon=(216, 56, *slots, 1, 2), p7_gluon_late_ops=True)
-        assert kernel._gluon_phase7(plan, cfg_late, 132, tensors, out_k, accs, views)[3]["OPS_LATE"] is late
 
 
 def test_gluon_phase7_builds_for_sm90a():
@@ -724,23 +717,17 @@ from harness.aot import compile_for, kernel_resources
 from harness.tasks import load_module
 mod = load_module(Path({str(SOLUTION_DIR / "kernel.py")!r}), "g7_build")
 e = torch.empty
-for fn, layout, ring, late in ((mod._i2t_gluon_kernel, "S4_L", (10, 6), False),
-                               (mod._i2t_gluon16_kernel, "S3_L", (11, 9), False),
-                               (mod._i2t_gluon16_kernel, "S3_L", (11, 9), True)):
+for fn, layout, ring in ((mod._i2t_gluon_kernel, "S4_L", (10, 6)), (mod._i2t_gluon16_kernel, "S3_L", (11, 9))):
     for m8, ns in zip((32, 64), ring):
         args = (e(4096 * 256), e(4096 * 256), e(m8 * 256), e(m8), e(256 * m8), e(256), e(256), e(256),
                 e(4096 * 256), e(4096), 3000, 3, 4096, 512)
         lay = mod.g7_score_layout(m8) if layout == "S4_L" else mod.g7_softmax_layout(m8 // 8)
         meta = {{"M8": m8, "TPK": m8 // 8, layout: lay, "NS": ns, "LAG": 2, "PDL": 1, "num_warps": 4}}
-        if late:
-            meta["OPS_LATE"] = True
-        name = fn.__name__ + ("+late" if late else "")
-        print(json.dumps({{"kernel": name, "M8": m8, **kernel_resources(compile_for(fn, args, meta, 90))}}))
+        print(json.dumps({{"kernel": fn.__name__, "M8": m8, **kernel_resources(compile_for(fn, args, meta, 90))}}))
 """
     rows = compile_in_child(["-c", code])  # compiled, not interpreted
     assert [(r["kernel"][5:], r["M8"]) for r in rows] == [
-        ("gluon_kernel", 32), ("gluon_kernel", 64), ("gluon16_kernel", 32), ("gluon16_kernel", 64),
-        ("gluon16_kernel+late", 32), ("gluon16_kernel+late", 64),
+        ("gluon_kernel", 32), ("gluon_kernel", 64), ("gluon16_kernel", 32), ("gluon16_kernel", 64)
     ]  # fmt: skip
     for row in rows:
         assert 0 < row["shared"] <= SHARED_LIMIT[90], row
@@ -748,7 +735,7 @@ for fn, layout, ring, late in ((mod._i2t_gluon_kernel, "S4_L", (10, 6), False),
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("fp16", [False, True, "late"], ids=["tf32", "fp16", "fp16-late"])
+@pytest.mark.parametrize("fp16", [False, True], ids=["tf32", "fp16"])
 @pytest.mark.parametrize(
     "shape",
     [(16, 1, 4, 4096), (8, 1, 3, 4096), (4, 2, 2, 2049), (2, 3, 1, 1000), (8, 1, 5, 2048), (4, 1, 8, 4097)],
@@ -763,7 +750,6 @@ def test_gluon_phase7_matches_tl_gpu(task, monkeypatch, shape, fp16):
     # from one tile per program up (the shipped rule would leave 2x3x1x1000 to the tl launch)
     if fp16:
         g7 = dataclasses.replace(G7, p7_gluon=(232, 40, 9, 11, 2, 0), p7_gluon_fp16=True)
-        g7 = dataclasses.replace(g7, p7_gluon_late_ops=fp16 == "late")
     else:
         g7 = dataclasses.replace(G7, p7_gluon=(232, 40, 6, 10, 2, 0))
     plan = kernel.make_plan(B * P, T, S, g7, kernel._sm_count(torch.device("cuda")))
@@ -798,10 +784,3 @@ def test_gluon_phase7_ring_protocol_model():
     for ns in (9, 11):  # the fp16 kernel's consumers free a slot once read: one more group may be in flight
         for lag in (2, ns - 2, ns - 1):
             assert model.outcomes(ns, lag, 3, runs=40, early=True) == {"ok"}, (ns, lag)
-    # OPS_LATE (the fp16 loader converts A2 and VW^T after issuing the first tile): safe from 8 ring slots up, which
-    # the launch requires; with fewer the ninth piece waits for a slot whose piece is not yet signalled
-    for ns in (8, 9, 11):
-        for lag in (1, 2, ns - 2):
-            for n_t in (1, 2, 3):
-                assert model.outcomes(ns, lag, n_t, runs=30, early=True, late=True) == {"ok"}, (ns, lag, n_t)
-    assert model.outcomes(7, 1, 2, runs=30, early=True, late=True) == {"deadlock"}

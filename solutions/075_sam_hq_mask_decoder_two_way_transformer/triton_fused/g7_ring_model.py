@@ -12,9 +12,7 @@ piece once the next piece's product is issued (the tile's last one at the tile's
 passes whenever the barrier's current phase parity differs from the operand, so a wait more than one phase ahead
 passes at once: without the turn barriers a consumer's first piece of a tile can sit in a slot whose previous
 use (the other consumer's piece) is not yet signalled (NS < 9). The fp16 consumer (`early`) frees each slot as soon
-as it has read it into its own x buffer. With `late` (the fp16 kernel's OPS_LATE) the loader holds back the
-signals of the first tile until its 8 pieces are issued (it converts A2 and VW^T meanwhile), then signals the ones
-due. NOTES.md, "Session 22" and "Session 23".
+as it has read it into its own x buffer. NOTES.md, "Session 22".
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ class Barrier:
         return self.phase % 2 != parity
 
 
-def _loader(st: dict, ns: int, lag: int, n_t: int, turn: bool, late: bool = False):
+def _loader(st: dict, ns: int, lag: int, n_t: int, turn: bool):
     def signal(gs: int):
         yield ("landed", gs)
         st["signalled"].add(gs)
@@ -51,10 +49,7 @@ def _loader(st: dict, ns: int, lag: int, n_t: int, turn: bool, late: bool = Fals
         for _ in range(PIECES):
             yield ("wait", st["free"][g % ns], ((g // ns) & 1) ^ 1)
             st["slot"][g % ns] = g  # the copy into the slot (visible once signalled)
-            if late and g == PIECES - 1:  # the first tile issued: the signals held back
-                for j in range(PIECES - lag):
-                    yield from signal(j)
-            elif g >= lag and not (late and g < PIECES):
+            if g >= lag:
                 yield from signal(g - lag)
             g += 1
     for r in range(lag):
@@ -81,9 +76,7 @@ def _consumer(st: dict, ns: int, n_t: int, wg: int, turn: bool, early: bool):
             st["free"][(i * PIECES + PIECES - 1) % ns].arrive()
 
 
-def run(
-    ns: int, lag: int, n_t: int, seed: int, turn: bool = True, early: bool = False, late: bool = False
-) -> str:
+def run(ns: int, lag: int, n_t: int, seed: int, turn: bool = True, early: bool = False) -> str:
     """One random interleaving: 'ok', 'deadlock' or 'stale' (a piece read before its copy was signalled)."""
     rnd = random.Random(seed)
     st = {
@@ -95,7 +88,7 @@ def run(
         "stale": [],
     }
     agents = [
-        _loader(st, ns, lag, n_t, turn, late),
+        _loader(st, ns, lag, n_t, turn),
         _consumer(st, ns, n_t, 0, turn, early),
         _consumer(st, ns, n_t, 1, turn, early),
     ]
@@ -110,25 +103,18 @@ def run(
         state[k] = next(agents[k], None)
 
 
-def outcomes(
-    ns: int, lag: int, n_t: int, runs: int, turn: bool = True, early: bool = False, late: bool = False
-) -> set[str]:
-    return {run(ns, lag, n_t, seed, turn, early, late) for seed in range(runs)}
+def outcomes(ns: int, lag: int, n_t: int, runs: int, turn: bool = True, early: bool = False) -> set[str]:
+    return {run(ns, lag, n_t, seed, turn, early) for seed in range(runs)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300, help="random interleavings per case")
     runs = parser.parse_args().runs
-    for turn, early, late in (
-        (True, False, False),
-        (False, False, False),
-        (True, True, False),
-        (True, True, True),
-    ):
+    for turn, early in ((True, False), (False, False), (True, True)):
         for ns, lag, n_t in ((6, 2, 2), (6, 4, 8), (9, 7, 8), (10, 2, 2), (10, 8, 8), (6, 5, 1), (10, 9, 2)):
-            found = sorted(outcomes(ns, lag, n_t, runs, turn, early, late))
-            print(f"turn={turn} free early={early} late={late} NS={ns} LAG={lag} tiles={n_t}: {found}")
+            found = sorted(outcomes(ns, lag, n_t, runs, turn, early))
+            print(f"turn={turn} free early={early} NS={ns} LAG={lag} tiles={n_t}: {found}")
 
 
 if __name__ == "__main__":

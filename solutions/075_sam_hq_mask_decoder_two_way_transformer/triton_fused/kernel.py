@@ -1295,30 +1295,18 @@ if gluon is not None:
         _gl_fence()  # each thread's stores, before the first signal's barrier and arrive (the wgmma reads them)
 
     @gluon.jit
-    def _g7_issue(k_ptr, kp_ptr, x_smem, p_smem, free, off, ok, g, q: gl.constexpr, NS: gl.constexpr):
-        """Copy group g: piece q (32 channels) of a tile's k and k_pe rows into ring slot g % NS, once it is free."""
-        slot = g % NS
-        _gl_bar.wait(free.index(slot), ((g // NS) & 1) ^ 1)
-        _gl_cp_load(x_smem.index(slot), k_ptr + off + q * 32, mask=ok)
-        _gl_cp_load(p_smem.index(slot), kp_ptr + off + q * 32, mask=ok)
-        _gl_cp.commit_group()
-
-    @gluon.jit
     def _g7_loader(
         k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, S, CH,
         M8: gl.constexpr, NS: gl.constexpr, LAG: gl.constexpr, PDL: gl.constexpr, F16: gl.constexpr = False,
-        OPS_LATE: gl.constexpr = False,
     ):  # fmt: skip
         """4 warps: the item's A2 and VW^T into shared memory once, then every tile's k and k_pe rows, piece by
         piece (32 channels), into the ring of NS slots, LAG copy groups in flight before a group is signalled.
-        F16: A2 and VW^T as fp16 copies, in natural row order, through registers (_g7_operands16); with OPS_LATE
-        (F16, NS >= 8) only once the first tile's 8 pieces are issued, so that they land meanwhile: their signals
-        wait for the operands (a consumer reads A2 with the first piece)."""
+        F16: A2 and VW^T as fp16 copies, in natural row order, through registers (_g7_operands16)."""
         item, s0, s1, n_t = _g7_chunk(S, CH)
         _g7_gdc_wait(PDL)
         lay: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])  # [rows, 32 channels]
         ca = gl.arange(0, 32, layout=gl.SliceLayout(0, lay))
-        if F16 and n_t > 0 and not OPS_LATE:
+        if F16 and n_t > 0:
             _g7_operands16(a2_ptr, vw_ptr, a2_smem, vw_smem, item, M8)
         if not F16 and n_t > 0:
             # A2 [M8, 256] (TF32-rounded by phase 6) as 8 pieces [M8, 32], its rows in the accumulator's column
@@ -1339,24 +1327,16 @@ if gluon is not None:
             _gl_cp.commit_group()
         rt = gl.arange(0, 64, layout=gl.SliceLayout(1, lay))
         g = 0
-        i0 = 0
-        if OPS_LATE and n_t > 0:  # the first tile's pieces in flight while A2 and VW^T are converted
-            st = s0 + (n_t - 1) * 64
-            ok = (st + rt < s1)[:, None]
-            off = (item * S + st + rt)[:, None] * 256 + ca[None, :]
-            for q in gl.static_range(8):
-                _g7_issue(k_ptr, kp_ptr, x_smem, p_smem, free, off, ok, q, q, NS)
-            _g7_operands16(a2_ptr, vw_ptr, a2_smem, vw_smem, item, M8)
-            for j in gl.static_range(8 - LAG):  # the signals due by now
-                _g7_signal(ready, turn, j, NS, 7 - j)
-            g = 8
-            i0 = 1
-        for i in range(i0, n_t):
+        for i in range(0, n_t):
             st = s0 + (n_t - 1 - i) * 64  # the chunk's last tiles first (phase 3 read them most recently: L2)
             ok = (st + rt < s1)[:, None]
             off = (item * S + st + rt)[:, None] * 256 + ca[None, :]
             for q in gl.static_range(8):
-                _g7_issue(k_ptr, kp_ptr, x_smem, p_smem, free, off, ok, g, q, NS)
+                slot = g % NS
+                _gl_bar.wait(free.index(slot), ((g // NS) & 1) ^ 1)
+                _gl_cp_load(x_smem.index(slot), k_ptr + off + q * 32, mask=ok)
+                _gl_cp_load(p_smem.index(slot), kp_ptr + off + q * 32, mask=ok)
+                _gl_cp.commit_group()
                 if g >= LAG:
                     _g7_signal(ready, turn, g - LAG, NS, LAG)
                 g += 1
@@ -1538,7 +1518,7 @@ if gluon is not None:
         k_ptr, kp_ptr, a2_ptr, c2_ptr, vw_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, T, S, CH,
         x_smem, p_smem, x16_smem, a2_smem, vw_smem, M8: gl.constexpr, TPK: gl.constexpr, S_VIEW: gl.constexpr,
         NS: gl.constexpr, LAG: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
-        PDL: gl.constexpr, F16: gl.constexpr, OPS_LATE: gl.constexpr = False,
+        PDL: gl.constexpr, F16: gl.constexpr,
     ):  # fmt: skip
         """The ring's barriers, then the two consumer warpgroups (this one and a worker) and the loader warpgroup
         on the kernel's shared memory (F16: the fp16 twin's; otherwise x16_smem is unused)."""
@@ -1560,7 +1540,7 @@ if gluon is not None:
                 (
                     _g7_loader,
                     (k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, S, CH,
-                     M8, NS, LAG, PDL, F16, OPS_LATE),
+                     M8, NS, LAG, PDL, F16),
                 ),
             ],
             [4, 4],
@@ -1572,7 +1552,6 @@ if gluon is not None:
         k_ptr, kp_ptr, a2_ptr, c2_ptr, vw_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, T, S, CH,
         M8: gl.constexpr, TPK: gl.constexpr, S3_L: gl.constexpr, NS: gl.constexpr = 9, LAG: gl.constexpr = 4,
         CONSUMER_REGS: gl.constexpr = 232, LOADER_REGS: gl.constexpr = 40, PDL: gl.constexpr = 0,
-        OPS_LATE: gl.constexpr = False,
     ):  # fmt: skip
         """_i2t_gluon_kernel with fp16 operands for both products (fp32 accumulation; Config.p7_gluon_fp16):
         A2 and VW^T take half the shared memory (room for a deeper ring), each consumer has two fp16 x buffers."""
@@ -1588,7 +1567,6 @@ if gluon is not None:
         _g7_partitions(
             k_ptr, kp_ptr, a2_ptr, c2_ptr, vw_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, T, S, CH,
             x_smem, p_smem, x16_smem, a2_smem, vw_smem, M8, TPK, S3_L, NS, LAG, CONSUMER_REGS, LOADER_REGS, PDL, True,
-            OPS_LATE,
         )  # fmt: skip
 
     @gluon.jit(do_not_specialize=["n_zero", "T", "S", "CH"])
@@ -1783,9 +1761,6 @@ class Config:
     # two parts; |k + k_pe| must stay below 65504), at twice the tensor rate, with A2 and VW^T in half the shared
     # memory (ring slots up to 9 with TPK7 8, 11 with TPK7 4). Since session 23 (the geomean 3 % lower in tune.py)
     p7_gluon_fp16: bool = True
-    # ... whose loader converts A2 and VW^T only once the first tile's 8 pieces are issued (they land meanwhile;
-    # ring slots >= 8). Session 23, prepared
-    p7_gluon_late_ops: bool = False
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
     # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
     # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
@@ -2009,8 +1984,6 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         )
     if not isinstance(cfg.p7_gluon_fp16, bool):
         raise ValueError(f"p7_gluon_fp16: expected True or False, got {cfg.p7_gluon_fp16!r}")
-    if not isinstance(cfg.p7_gluon_late_ops, bool):
-        raise ValueError(f"p7_gluon_late_ops: expected True or False, got {cfg.p7_gluon_late_ops!r}")
     if cfg.pre5 not in (0, 16, 32, 64):
         raise ValueError(f"pre5: expected 0 (never) or an MLP block width 16 / 32 / 64, got {cfg.pre5}")
     if cfg.tpk4_chunk < 0:
@@ -2161,10 +2134,7 @@ def _gluon_phase7(plan: Plan, cfg: Config, sms: int, tensors: list, out_k, accs,
         CONSUMER_REGS=creg, LOADER_REGS=lreg, PDL=1, num_warps=4, launch_pdl=True,
     )  # fmt: skip
     if cfg.p7_gluon_fp16:
-        late = (
-            cfg.p7_gluon_late_ops and ns >= 8
-        )  # (fewer slots: the 9th piece would wait for an unsignalled one)
-        return _i2t_gluon16_kernel, grid, args, dict(meta, S3_L=g7_softmax_layout(plan.TPK7), OPS_LATE=late)
+        return _i2t_gluon16_kernel, grid, args, dict(meta, S3_L=g7_softmax_layout(plan.TPK7))
     return _i2t_gluon_kernel, grid, args, dict(meta, S4_L=g7_score_layout(m8))
 
 
