@@ -15,6 +15,7 @@ import math
 import struct
 import types
 
+import numpy as np
 import pytest
 import torch
 import triton
@@ -327,7 +328,6 @@ def test_fast_gelu():
 def _run_f16x2_program(program, x):
     """An f16x2 program (kernel.GELU_F16X2_PROGRAM) in numpy's fp16: every operation exact in float64, then
     rounded to nearest even, as PTX's .rn operations; ex2 exact (the GPU's ex2.approx.f16x2 is within ~2^-10)."""
-    np = pytest.importorskip("numpy")
     ops = {
         "abs": lambda a: np.abs(a[0]),
         "mul": lambda a: a[0] * a[1],
@@ -348,7 +348,6 @@ def test_gelu_f16x2_program_in_numpy():
     """The packed-fp16 GELU's program (what the PTX computes) against the exact GELU: within 2e-3 |y| + 2e-4
     everywhere on [-12, 12] (1.6e-4 needed), its rms error within 1.75x that of rounding the exact GELU to fp16
     (the pre-activation's rounding to fp16 is most of the difference), and far from it when a coefficient is off."""
-    np = pytest.importorskip("numpy")
     x = np.concatenate([np.linspace(-12, 12, 200001), np.random.default_rng(0).standard_normal(200000)])
     x = x.astype(np.float32)
     exact = torch.nn.functional.gelu(torch.from_numpy(x.astype(np.float64))).numpy()
@@ -428,7 +427,6 @@ def test_gelu_f16x2_on_the_gpu():
     (a few fp16 ulps of the small term), and within the program's bound of the exact GELU."""
     if DEVICE != "cuda":
         pytest.skip("needs CUDA (inline PTX)")
-    np = pytest.importorskip("numpy")
     x = torch.cat(
         [
             torch.linspace(-12, 12, 2**16),
