@@ -19,7 +19,8 @@ T tokens, seven launches, all prepared before the first one is issued (fp16, COM
                                                      in Gluon on sm_90 (GLUON_ATTENTION), tl elsewhere
     4. x + o Wp^T + bp + b2        -> out [T, 768]   fp32 (x1 + b2 lives in the output)
     5. LN2(out - b2)               -> a2  [T, 768]   at the start of qkv's space (qkv is dead after 4)
-    6. gelu(a2 W1^T + b1)          -> h   [T, 3072]  after a2 in qkv's space
+    6. gelu(a2 W1^T + b1)          -> h   [T, 3072]  after a2 in qkv's space; the GELU fit in packed fp16 on a
+                                                     GPU (GELU_F16X2), in fp32 in the interpreter
     7. out + h W2^T                -> out            in place, by cuBLAS (torch.addmm, fp16 operands, fp32
                                                      result; MLP2_GEMM). With MLP2_GEMM "triton": 4 adds bp
                                                      only, 5 is LN2(out), 7 a Triton GEMM adding b2
@@ -32,7 +33,8 @@ max(WORKSPACE_RATIO x the bytes of x, MIN_WORKSPACE_BYTES) (plan_scratch; one ba
 
 Precision: "fp16" (default) rounds only matmul operands to fp16 (10-bit mantissa like TF32, twice the tensor
 rate): the intermediates a, qkv, o, h, which only feed matmuls, are stored in fp16; LayerNorm, softmax,
-biases, residuals and every accumulator are fp32. "tf32" keeps fp32 intermediates and uses
+biases, residuals and every accumulator are fp32, except mlp1's GELU on a GPU, which evaluates its fit on
+fp16(a2 W1^T + b1) in fp16 arithmetic (h is fp16 anyway; its rms error 1.5x that of rounding alone). "tf32" keeps fp32 intermediates and uses
 tl.dot(input_precision="tf32"). The rel-pos bias enters the logits unrounded: in the tl kernels through a
 one-hot matmul (BIAS_MODE 2) as an fp16 hi + lo pair, in the Gluon attention as the fp32 start of the
 q.k accumulator.
