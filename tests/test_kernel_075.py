@@ -304,11 +304,6 @@ CASES = {
     "multi-pre2": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, pre2=True)),
     "persistent-no-pre2": (1, 3, 6, 40, True, dict(grid=1, hb=512, csplit=2, pre2=False)),
     "multi-no-pre2-nc32": (2, 1, 5, 40, False, dict(mode="multi", grid=40, hb=512, nc=32, pre2=False)),
-    # phases 1 and 6 with their output-projection weights loaded before the barriers after 1a / 6a (pre16):
-    # persistent (the first item's before the barrier, the others' in the loop; column parts 4 and 2) and multi
-    "persistent-pre16": (1, 3, 6, 40, False, dict(grid=1, hb=512, pre16=True)),
-    "persistent-pre16-cs2": (2, 1, 4, 40, True, dict(grid=1, hb=512, csplit=2, csplit1=2, pre16=True)),
-    "multi-pre16": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, pre16=True)),
 }
 
 
@@ -355,8 +350,6 @@ def test_decompositions_exact(task, case):
         assert -(-min(plan.CH, S) // plan.P7BS) == tiles
     if case.endswith("pre5"):  # the case runs the preloaded phase 5
         assert plan.HB <= overrides["pre5"]
-    if "pre16" in case:  # the cases run the preloaded phases 1 and 6 (after their contraction parts)
-        assert plan.KP1 > 1 and plan.KP6 > 1
     if case.endswith("p4-split"):
         assert plan.NSP4 > 1 and plan.work[4] == plan.NRT * 8 * plan.ND * plan.NSP4
     _check(outs, task.reference(*args), TOLERANCE, max_abs=2e-5)

@@ -172,28 +172,6 @@ def _first_live(pid, n):
 
 
 @triton.jit
-def _ph1_wo(w, live, wo, C: tl.constexpr, CP: tl.constexpr):
-    """Phase-1 work item w's out-projection slice Wout[cn, head] [C / CP, 32], loaded before the phase's barrier
-    (`PRE16`; `live` may be a runtime [1] mask: the first item, pid < items)."""
-    NCS: tl.constexpr = C // CP
-    d = ((w // CP) % 8) * 32 + tl.arange(0, 32)
-    cn = (w % CP) * NCS + tl.arange(0, NCS)
-    return tl.load(wo + cn[:, None] * C + d[None, :], mask=(cn[:, None] < C) & live, other=0.0)
-
-
-@triton.jit
-def _ph6_weights(w, live, wq, wo, C: tl.constexpr, CP: tl.constexpr):
-    """Phase-6 work item w's Wq_i2t rows [16, C / CP] and Wout_i2t columns [C / CP, 16] of its head, loaded before
-    the phase's barrier (`PRE16`)."""
-    NCS: tl.constexpr = C // CP
-    d = ((w // CP) % 8) * 16 + tl.arange(0, 16)
-    cn = (w % CP) * NCS + tl.arange(0, NCS)
-    w_q = tl.load(wq + d[:, None] * C + cn[None, :], mask=(cn[None, :] < C) & live, other=0.0)
-    w_o = tl.load(wo + cn[:, None] * 128 + d[None, :], mask=(cn[:, None] < C) & live, other=0.0)
-    return w_q, w_o
-
-
-@triton.jit
 def _prefetch_l2(ptrs):
     """Fire-and-forget L2 prefetch of the 128 B lines holding `ptrs` (GPU only: inline PTX)."""
     tl.inline_asm_elementwise(
@@ -406,9 +384,8 @@ def _ph1a_qkv_part(
 def _ph1_self_attn(
     w, live, q_ptr, qp_ptr, wq, bq, wk, bk, wv, bv, wo, bo, y1acc, qkv, R, T, IPB, pe_sa,
     C: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, NC: tl.constexpr,
-    QS: tl.constexpr = 1, CP: tl.constexpr = 1, KP: tl.constexpr = 1, w_o_pre=None,
+    QS: tl.constexpr = 1, CP: tl.constexpr = 1, KP: tl.constexpr = 1,
 ):  # fmt: skip
-    """w_o_pre: the item's out-projection slice, loaded before the phase's barrier (`_ph1_wo`; NC = C / CP)."""
     NCS: tl.constexpr = C // CP  # CP > 1: the out-projection columns split over CP work items (NC <= NCS)
     part = w % CP
     h = (w // CP) % 8
@@ -436,12 +413,7 @@ def _ph1_self_attn(
     o = _fma_dot(p, vh)  # [16, 32]
     for nb in range(part * NCS, part * NCS + NCS, NC):  # this item's output columns in NC-wide pieces
         cn = nb + tl.arange(0, NC)
-        if w_o_pre is None:
-            w_o = tl.load(
-                wo + cn[:, None] * C + d[None, :], mask=live, other=0.0
-            )  # [NC, 32] = Wout[cn, head]
-        else:
-            w_o = w_o_pre
+        w_o = tl.load(wo + cn[:, None] * C + d[None, :], mask=live, other=0.0)  # [NC, 32] = Wout[cn, head]
         u = _tdot(o, tl.trans(w_o), tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC] this head's share
         off = r[:, None] * C + cn[None, :]
         if h == 0:  # the residual and the out-projection bias
@@ -833,10 +805,8 @@ def _ph6a_kv_part(
 def _ph6_ln3_i2t_fold(
     w, live, y3acc, qp_ptr, ln3w, ln3b, out_q, wq, bq, wk, bk, wv, bv, wo, a2, c2, vwb, vws, kv, R, T,
     C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
-    NC: tl.constexpr, QS: tl.constexpr = 1, CP: tl.constexpr = 1, KP: tl.constexpr = 1, w_q_pre=None, w_o_pre=None,
+    NC: tl.constexpr, QS: tl.constexpr = 1, CP: tl.constexpr = 1, KP: tl.constexpr = 1,
 ):  # fmt: skip
-    """w_q_pre, w_o_pre: the item's Wq and Wout_i2t slices, loaded before the phase's barrier (`_ph6_weights`;
-    NC = C / CP)."""
     M8: tl.constexpr = 8 * TPK
     NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
     part = w % CP
@@ -860,18 +830,10 @@ def _ph6_ln3_i2t_fold(
         tl.store(c2 + j, cb, mask=valid)
     for nb in range(part * NCS, part * NCS + NCS, NC):  # this item's output columns in NC-wide pieces
         cn = nb + tl.arange(0, NC)
-        if w_q_pre is None:
-            w_q = tl.load(wq + d[:, None] * C + cn[None, :], mask=live, other=0.0)  # [16, NC]
-        else:
-            w_q = w_q_pre
+        w_q = tl.load(wq + d[:, None] * C + cn[None, :], mask=live, other=0.0)  # [16, NC]
         a = _tdot(kh, w_q, tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]  Wq_h^T K_ht
         tl.store(a2 + j[:, None] * C + cn[None, :], _tf32_rn(a, RN), mask=valid[:, None])
-        if w_o_pre is None:
-            w_o = tl.load(
-                wo + cn[:, None] * 128 + d[None, :], mask=live, other=0.0
-            )  # [NC, 16] Wout_i2t[cn, h]
-        else:
-            w_o = w_o_pre
+        w_o = tl.load(wo + cn[:, None] * 128 + d[None, :], mask=live, other=0.0)  # [NC, 16] Wout_i2t[cn, h]
         vw = _tdot(vh, tl.trans(w_o), tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]  Wout_h V_ht
         vt = (item[:, None] * C + cn[None, :]) * M8 + jl[:, None]  # VW^T [items, C, 8 * TPK]
         big = _tf32_rn(vw, RN)
@@ -996,7 +958,7 @@ def _two_way_kernel(
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
-    PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0, PRE16: tl.constexpr = False,
+    PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1118,28 +1080,16 @@ def _two_way_kernel(
                     C, KC, P3_1, RN, QS, KP1,
                 )  # fmt: skip
                 _item_done(sync, 6, times, G, NMAX, 8, w, t0, PERSIST, INSTR)
-        if PRE16 and (
-            PERSIST or PHASE == 1
-        ):  # the first phase-1 item's out-projection slice, during the barrier
-            w_o1 = _ph1_wo(pid, _first_live(pid, n1), sa_wo, C, CP1)
         if PERSIST:
             _phase_barrier(sync, 6, n1a, times, pid, MAXSPIN, SPIN_NS, False)  # (no stamp slots for 1a)
 
     if PERSIST or PHASE == 1:
         for w in range(pid, n1, G):
             t0 = _item_start(INSTR)
-            if PRE16 and KP1 > 1:
-                if w != pid:
-                    w_o1 = _ph1_wo(w, True, sa_wo, C, CP1)
-                _ph1_self_attn(
-                    w, True, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, y1acc, qkv, R,
-                    T, IPB, pe_sa, C, KC, P3_1, RN, NC1, QS, CP1, KP1, w_o1,
-                )  # fmt: skip
-            else:
-                _ph1_self_attn(
-                    w, True, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, y1acc, qkv, R,
-                    T, IPB, pe_sa, C, KC, P3_1, RN, NC1, QS, CP1, KP1,
-                )  # fmt: skip
+            _ph1_self_attn(
+                w, True, q_ptr, qp_ptr, sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, y1acc, qkv, R, T,
+                IPB, pe_sa, C, KC, P3_1, RN, NC1, QS, CP1, KP1,
+            )  # fmt: skip
             _item_done(sync, 0, times, G, NMAX, 1, w, t0, PERSIST, INSTR)
     if PRE2 and (PERSIST or PHASE == 2):  # the first phase-2 item's PE rows and weights, during the barrier
         pe2, w_q2, w_k2 = _ph2_operands(pid, _first_live(pid, n2), qp_ptr, t_wq, t_wk, R, C, CP)
@@ -1212,28 +1162,16 @@ def _two_way_kernel(
                     w, True, y3acc, qp_ptr, ln3w, ln3b, i_wk, i_bk, i_wv, i_bv, kv, R, C, KC, P3_6, RN, QS, KP6,
                 )  # fmt: skip
                 _item_done(sync, 8, times, G, NMAX, 9, w, t0, PERSIST, INSTR)
-        if PRE16 and (
-            PERSIST or PHASE == 6
-        ):  # the first phase-6 item's Wq and Wout slices, during the barrier
-            w_q6, w_o6 = _ph6_weights(pid, _first_live(pid, n2), i_wq, i_wo, C, CP)
         if PERSIST:
             _phase_barrier(sync, 8, n6a, times, pid, MAXSPIN, SPIN_NS, False)  # (nor for 6a)
 
     if PERSIST or PHASE == 6:
         for w in range(pid, n2, G):
             t0 = _item_start(INSTR)
-            if PRE16 and KP6 > 1:
-                if w != pid:
-                    w_q6, w_o6 = _ph6_weights(w, True, i_wq, i_wo, C, CP)
-                _ph6_ln3_i2t_fold(
-                    w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
-                    vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6, w_q6, w_o6,
-                )  # fmt: skip
-            else:
-                _ph6_ln3_i2t_fold(
-                    w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
-                    vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6,
-                )  # fmt: skip
+            _ph6_ln3_i2t_fold(
+                w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
+                vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6,
+            )  # fmt: skip
             _item_done(sync, 5, times, G, NMAX, 6, w, t0, PERSIST, INSTR)
     if PERSIST:
         _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
@@ -1777,10 +1715,6 @@ class Config:
     # for phase 1, and runs one K = 256 product for the query instead of the kc-piece loop. H200 (session 11,
     # tune.py round 23): geomean 105.3 -> 104.0 us, 0.4-2 us off most workloads
     pre2: bool = True
-    # phases 1 and 6 (after their contraction parts 1a / 6a) load their work item's output-projection weights
-    # (phase 1: Wout[cn, head] [64, 32]; phase 6: Wq_i2t rows [16, 64] and Wout_i2t columns [64, 16]) before they
-    # wait for 1a / 6a (with one column piece per item, nc >= 256 / csplit). Session 23, prepared
-    pre16: bool = False
     # phases 2 and 6 (csplit) and 1 (csplit1): output columns split over that many work items (more programs;
     # each redoes the K loop, and phase 1 the attention core)
     csplit: int = 4  # (1 until session 4)
@@ -2288,7 +2222,6 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         TPK7=plan.TPK7,
         PRE5=plan.HB <= cfg.pre5,
         PRE2=cfg.pre2,
-        PRE16=bool(cfg.pre16 and cfg.nc >= C_HID // cfg.csplit and cfg.nc >= C_HID // cfg.csplit1),
         P4GF=cfg.p4_gfirst,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

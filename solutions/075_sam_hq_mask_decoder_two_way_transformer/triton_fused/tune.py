@@ -337,8 +337,6 @@ VARIANTS: dict[str, Config] = {
     # 8-9 with 40), one copy group in flight
     "g7hr": dataclasses.replace(BASE, p7_gluon=(232, 32, 9, 11, 2, 2), p7_gluon_fp16=True),
     "g7h1": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 1, 2), p7_gluon_fp16=True),
-    # session 23, prepared: phases 1 and 6 load their output-projection weights before the 1a / 6a barriers
-    "pre16": dataclasses.replace(BASE, pre16=True),
     # the tl phase-7 launch everywhere (the default until session 23, 76b6e0d's row)
     "tl7": dataclasses.replace(BASE, p7_gluon=()),
 }
