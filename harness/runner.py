@@ -330,15 +330,20 @@ def evaluate_command(task_name: str, solution, workloads: list[Workload], option
     return cmd + options.argv()
 
 
-def solution_name_of(solution) -> str:
-    """The name a solution folder or solution.json declares (raises SchemaError when it does not parse)."""
+def _declared(solution):
+    """A solution folder's solution.yaml or a solution.json file, parsed (raises SchemaError when it does not)."""
     from pathlib import Path
 
     from harness.schema import load_solution_json
     from harness.solution import read_solution_dir
 
     path = Path(solution)
-    return read_solution_dir(path).name if path.is_dir() else load_solution_json(path).name
+    return read_solution_dir(path) if path.is_dir() else load_solution_json(path)
+
+
+def solution_name_of(solution) -> str:
+    """The name a solution folder or solution.json declares (raises SchemaError when it does not parse)."""
+    return _declared(solution).name
 
 
 def _child_env() -> dict[str, str]:
@@ -500,16 +505,6 @@ class TaskPlan:
     workloads: list[Workload]
 
 
-def _solution_definition(path) -> str:
-    from pathlib import Path
-
-    from harness.schema import load_solution_json
-    from harness.solution import read_solution_dir
-
-    path = Path(path)
-    return read_solution_dir(path).definition if path.is_dir() else load_solution_json(path).definition
-
-
 def plan_run(
     task_names: tuple[str, ...] | list[str],
     solutions: tuple[str, ...] | list[str],
@@ -531,11 +526,14 @@ def plan_run(
     from harness.tasks import task_names as all_task_names
 
     by_task: dict[str, list[Path]] = {}
+    names: dict[Path, str] = {}
     for s in solutions:
         path = Path(s)
         if not path.exists():
             raise HarnessError(f"{path}: no such solution folder or solution.json")
-        by_task.setdefault(_solution_definition(path), []).append(path)
+        declared = _declared(path)
+        by_task.setdefault(declared.definition, []).append(path)
+        names[path] = declared.name
     if task_names:
         tasks = [load_task(n) for n in task_names]
     elif solutions:
@@ -548,7 +546,7 @@ def plan_run(
     for task_name, paths in by_task.items():  # a trace names its solution only: two of one name would merge
         seen: dict[str, Path] = {}
         for path in paths:
-            name = solution_name_of(path)
+            name = names[path]
             if name in seen and seen[name].resolve() != path.resolve():
                 raise HarnessError(
                     f"--solution: {seen[name]} and {path} both declare name '{name}' for {task_name}; their "
