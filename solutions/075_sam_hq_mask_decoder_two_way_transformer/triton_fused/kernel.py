@@ -1516,12 +1516,28 @@ if gluon is not None:
     @gluon.jit
     def _g7_partitions(
         k_ptr, kp_ptr, a2_ptr, c2_ptr, vw_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, T, S, CH,
-        x_smem, p_smem, x16_smem, a2_smem, vw_smem, M8: gl.constexpr, TPK: gl.constexpr, S_VIEW: gl.constexpr,
-        NS: gl.constexpr, LAG: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
-        PDL: gl.constexpr, F16: gl.constexpr,
+        M8: gl.constexpr, TPK: gl.constexpr, S_VIEW: gl.constexpr, NS: gl.constexpr, LAG: gl.constexpr,
+        CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, PDL: gl.constexpr, F16: gl.constexpr,
     ):  # fmt: skip
-        """The ring's barriers, then the two consumer warpgroups (this one and a worker) and the loader warpgroup
-        on the kernel's shared memory (F16: the fp16 twin's; otherwise x16_smem is unused)."""
+        """The kernel's shared memory and the ring's barriers, then the two consumer warpgroups (this one and a
+        worker) and the loader warpgroup. The ring holds fp32 k and k_pe pieces; A2 and VW^T are fp32 (TF32
+        operands) or, with F16, fp16 (half the shared memory: room for a deeper ring), and then each consumer has
+        two fp16 x buffers (x16_smem; without F16 x is computed in place and x16_smem is the ring, unused)."""
+        xl: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 32], gl.float32)
+        x_smem = gl.allocate_shared_memory(
+            gl.float32, [NS, 64, 32], xl
+        )  # k pieces (TF32: then x = RN(k + k_pe))
+        p_smem = gl.allocate_shared_memory(gl.float32, [NS, 64, 32], xl)  # k_pe pieces
+        op: gl.constexpr = gl.float16 if F16 else gl.float32  # the operands' type
+        if F16:
+            x16l: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 32], gl.float16)
+            x16_smem = gl.allocate_shared_memory(gl.float16, [4, 64, 32], x16l)  # two per consumer
+        else:
+            x16_smem = x_smem
+        al: gl.constexpr = gl.NVMMASharedLayout.get_default_for([M8, 32], op)
+        vl: gl.constexpr = gl.NVMMASharedLayout.get_default_for([256, M8], op)
+        a2_smem = gl.allocate_shared_memory(op, [8, M8, 32], al)
+        vw_smem = gl.allocate_shared_memory(op, [256, M8], vl)
         ready, free, turn = _g7_barriers(NS)
         # the argument tuples are written out in the call: a tuple held in a variable turns its constexprs into
         # tensors (Triton 3.6; 077's NOTES, session 19)
@@ -1555,18 +1571,9 @@ if gluon is not None:
     ):  # fmt: skip
         """_i2t_gluon_kernel with fp16 operands for both products (fp32 accumulation; Config.p7_gluon_fp16):
         A2 and VW^T take half the shared memory (room for a deeper ring), each consumer has two fp16 x buffers."""
-        xl: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 32], gl.float32)
-        x16l: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 32], gl.float16)
-        al: gl.constexpr = gl.NVMMASharedLayout.get_default_for([M8, 32], gl.float16)
-        vl: gl.constexpr = gl.NVMMASharedLayout.get_default_for([256, M8], gl.float16)
-        x_smem = gl.allocate_shared_memory(gl.float32, [NS, 64, 32], xl)  # k pieces
-        p_smem = gl.allocate_shared_memory(gl.float32, [NS, 64, 32], xl)  # k_pe pieces
-        x16_smem = gl.allocate_shared_memory(gl.float16, [4, 64, 32], x16l)  # two per consumer
-        a2_smem = gl.allocate_shared_memory(gl.float16, [8, M8, 32], al)
-        vw_smem = gl.allocate_shared_memory(gl.float16, [256, M8], vl)
         _g7_partitions(
             k_ptr, kp_ptr, a2_ptr, c2_ptr, vw_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, T, S, CH,
-            x_smem, p_smem, x16_smem, a2_smem, vw_smem, M8, TPK, S3_L, NS, LAG, CONSUMER_REGS, LOADER_REGS, PDL, True,
+            M8, TPK, S3_L, NS, LAG, CONSUMER_REGS, LOADER_REGS, PDL, True,
         )  # fmt: skip
 
     @gluon.jit(do_not_specialize=["n_zero", "T", "S", "CH"])
@@ -1578,16 +1585,9 @@ if gluon is not None:
         """Phase 7 (the i2t key pass, LayerNorm4 and the store of output_keys) as its own launch on sm_90: one
         program per key chunk (CH tokens of one item), a loader warpgroup and two consumer warpgroups; also
         zeroes the persistent kernel's query-side accumulators (n_zero floats) for the next call."""
-        xl: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 32], gl.float32)
-        al: gl.constexpr = gl.NVMMASharedLayout.get_default_for([M8, 32], gl.float32)
-        vl: gl.constexpr = gl.NVMMASharedLayout.get_default_for([256, M8], gl.float32)
-        x_smem = gl.allocate_shared_memory(gl.float32, [NS, 64, 32], xl)  # k pieces, then x = RN(k + k_pe)
-        p_smem = gl.allocate_shared_memory(gl.float32, [NS, 64, 32], xl)  # k_pe pieces
-        a2_smem = gl.allocate_shared_memory(gl.float32, [8, M8, 32], al)
-        vw_smem = gl.allocate_shared_memory(gl.float32, [256, M8], vl)
         _g7_partitions(
             k_ptr, kp_ptr, a2_ptr, c2_ptr, vw_ptr, bo_ptr, lw_ptr, lb_ptr, out_ptr, accs_ptr, n_zero, T, S, CH,
-            x_smem, p_smem, x_smem, a2_smem, vw_smem, M8, TPK, S4_L, NS, LAG, CONSUMER_REGS, LOADER_REGS, PDL, False,
+            M8, TPK, S4_L, NS, LAG, CONSUMER_REGS, LOADER_REGS, PDL, False,
         )  # fmt: skip
 
     def g7_softmax_layout(tpk: int):
