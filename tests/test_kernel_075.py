@@ -677,7 +677,6 @@ def test_gluon_phase7_chunks_and_launch_fields(monkeypatch, items, T, S, tiles, 
     ch = kernel._g7_chunk_tokens(plan, 132)
     assert ch % 64 == 0 and ch // 64 == tiles and -(-S // ch) * ch >= S
     monkeypatch.setattr(kernel, "_gpu_info", lambda device: (9, 132))
-    monkeypatch.setattr(kernel, "_sm_count", lambda device: 132)
     cuda = torch.device("cuda")
     monkeypatch.setattr(kernel, "G7_TPK8", False)
     assert kernel.gluon_phase7_ok(cuda, plan, G7) == (tiles >= 2 and m8 == 32)
