@@ -206,56 +206,6 @@ def test_mlp2_by_cublas_moves_its_bias(monkeypatch):
         kernel.forward(*_inputs(1, 5, 9, seed=1), torch.empty(1, 5, 9, 768), mlp2_gemm="cuda")
 
 
-def test_qkv_by_cublas(monkeypatch):
-    """QKV_GEMM "cublas": the qkv GEMM is a torch step per chunk (a Wqkv^T + b with the bias's fp16 copy), the
-    copy made by one masked tail program of the first LayerNorm launch after the weights; the plan counts it
-    (exact scratch) and the block matches the reference. "triton" keeps the GEMM launch and no bias copy."""
-    plans, original = [], kernel._launch
-
-    def recording(plan):
-        plans.append(plan)
-        return original(plan)
-
-    monkeypatch.setattr(kernel, "_launch", recording)
-    for mode in ("cublas", "triton"):
-        monkeypatch.setattr(kernel, "QKV_GEMM", mode)
-        _check_block("fp16", 2, 15, 17, workspace_tokens=150, mlp_split="always")
-        plan = plans[-1]
-        qkv_steps = [p for p in plan if p[0] is kernel._qkv_addmm_step]
-        ln1 = [p for p in plan if p[0] is kernel._prologue_kernel and p[3]["CONVERT"]]
-        assert len(ln1) == 1
-        meta, grid, args = ln1[0][3], ln1[0][1], ln1[0][2]
-        blocks = kernel.WEIGHT_ELEMENTS // kernel.CVT_BLOCK
-        assert meta["NB0"] + meta["NB1"] + meta["NB2"] + meta["NB3"] == blocks
-        dst = args[12]
-        if mode == "cublas":
-            assert len(qkv_steps) == 4  # one per chunk
-            assert meta["N4"] == kernel.QKV_DIM and grid[0] == args[6] + blocks + 1
-            bias16 = qkv_steps[0][2][1]
-            assert bias16.dtype == torch.float16 and bias16.data_ptr() == dst[kernel.WEIGHT_ELEMENTS :].data_ptr()
-            assert torch.equal(bias16.float(), args[11].half().float())  # the masked tail block converted it
-            assert dst.numel() == kernel._weight_copy_elements() == kernel.WEIGHT_ELEMENTS + kernel.QKV_DIM
-        else:
-            assert not qkv_steps and meta["N4"] == 0 and grid[0] == args[6] + blocks
-            assert dst.numel() == kernel._weight_copy_elements() == kernel.WEIGHT_ELEMENTS
-    monkeypatch.setattr(kernel, "QKV_GEMM", "cuda")
-    with pytest.raises(ValueError, match="QKV_GEMM"):
-        kernel.forward(*_inputs(1, 5, 9, seed=1), torch.empty(1, 5, 9, 768))
-
-
-def test_qkv_addmm_step_on_the_cpu():
-    """The CPU form of the cuBLAS qkv step: fp32 products of the fp16 operands plus the fp16 bias, rounded to
-    fp16 once, written over every element of c."""
-    gen = torch.Generator().manual_seed(3)
-    a = torch.randn(37, 64, generator=gen).half()
-    w = torch.randn(48, 64, generator=gen).half()
-    bias = torch.randn(48, generator=gen).half()
-    c = torch.full((37, 48), float("nan"), dtype=torch.float16)
-    kernel._qkv_addmm_step(c, bias, a, w.t())
-    want = (a.double() @ w.double().t() + bias.double()).half()
-    assert torch.equal(c, want)
-
-
 @pytest.mark.gpu
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 def test_mlp2_falls_back_without_fp32_out_addmm(monkeypatch):

@@ -227,12 +227,6 @@ SPLIT_K_OVERHEAD = 4.0  # K steps' worth of a tile's fixed cost (pipeline fill, 
 #: 0.270 ms (663 against 574 TFLOP/s), 4096 rows 0.037 against 0.045 ms. "cublas" falls back to "triton"
 #: where torch has no fp32-output addmm for fp16 operands (`out_dtype`, PyTorch 2.8+).
 MLP2_GEMM = "cublas"
-#: The qkv GEMM in the fp16 path: "cublas" (qkv = a Wqkv^T + b by torch.addmm with fp16 operands, fp32
-#: accumulation and an fp16 result: cuBLASLt's bias epilogue, the bias as an fp16 copy made with the weights'
-#: and torch's reduced-precision fp16 reduction off for the call) or "triton" (the TMA GEMM, bias in fp32).
-QKV_GEMM = "triton"
-#: ... for chunks of at least this many rows (n + 1) only; smaller chunks keep the Triton GEMM.
-QKV_CUBLAS_MIN_ROWS = 0
 #: The fp16-output GEMMs (qkv, mlp1) store their tiles through shared memory by TMA: 1 (whole tile), 2 (two
 #: halves along N: half the staging buffer); 0: plain stores from registers. H200 (session 9, CUDA events, L2
 #: flushed, 65537 rows): qkv 0.362 / 0.347 / 0.344 ms for 0 / 1 / 2, mlp1 0.560 / 0.542 / 0.538.
@@ -269,8 +263,7 @@ def _prologue_kernel(
     src1_ptr,
     src2_ptr,
     src3_ptr,
-    src4_ptr,  # CONVERT with N4 > 0: a short tail (the qkv bias), N4 <= CVT_BLOCK elements after the weights
-    dst_ptr,  # CONVERT: [sum of the source sizes] fp16
+    dst_ptr,  # CONVERT: [sum of the weight sizes] fp16
     shift_ptr,  # [C] fp32, SHIFT: subtracted from every row before the statistics
     C: tl.constexpr,
     BLOCK_C: tl.constexpr,
@@ -283,8 +276,6 @@ def _prologue_kernel(
     NB2: tl.constexpr,
     PDL: tl.constexpr = 0,  # programmatic dependent launch (see _pdl_enter)
     SHIFT: tl.constexpr = False,
-    NB3: tl.constexpr = 0,
-    N4: tl.constexpr = 0,
 ):
     """LayerNorm of rows (programs < n_ln_programs); with CONVERT the remaining programs convert weights.
     SHIFT: the rows are x - shift (LayerNorm2 when x1 holds the MLP's output bias too, MLP2_GEMM "cublas")."""
@@ -312,24 +303,16 @@ def _prologue_kernel(
         tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
     elif CONVERT:
         blk = pid - n_ln_programs
+        if blk < NB0:
+            src = src0_ptr + blk * CVT_BLOCK
+        elif blk < NB0 + NB1:
+            src = src1_ptr + (blk - NB0) * CVT_BLOCK
+        elif blk < NB0 + NB1 + NB2:
+            src = src2_ptr + (blk - NB0 - NB1) * CVT_BLOCK
+        else:
+            src = src3_ptr + (blk - NB0 - NB1 - NB2) * CVT_BLOCK
         cvt = tl.arange(0, CVT_BLOCK)
-        if blk < NB0 + NB1 + NB2 + NB3:
-            if blk < NB0:
-                src = src0_ptr + blk * CVT_BLOCK
-            elif blk < NB0 + NB1:
-                src = src1_ptr + (blk - NB0) * CVT_BLOCK
-            elif blk < NB0 + NB1 + NB2:
-                src = src2_ptr + (blk - NB0 - NB1) * CVT_BLOCK
-            else:
-                src = src3_ptr + (blk - NB0 - NB1 - NB2) * CVT_BLOCK
-            tl.store(dst_ptr + blk * CVT_BLOCK + cvt, tl.load(src + cvt).to(dst_ptr.dtype.element_ty))
-        else:  # the tail block (N4 > 0)
-            tail = cvt < N4
-            tl.store(
-                dst_ptr + blk * CVT_BLOCK + cvt,
-                tl.load(src4_ptr + cvt, mask=tail).to(dst_ptr.dtype.element_ty),
-                mask=tail,
-            )
+        tl.store(dst_ptr + blk * CVT_BLOCK + cvt, tl.load(src + cvt).to(dst_ptr.dtype.element_ty))
 
 
 @triton.jit
@@ -1243,23 +1226,6 @@ def _addmm_step(c: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> None:
         c.addmm_(a.float(), wt.float())
 
 
-def _qkv_addmm_step(c: torch.Tensor, bias: torch.Tensor, a: torch.Tensor, wt: torch.Tensor) -> None:
-    """c = a @ wt + bias (QKV_GEMM "cublas"): fp16 c [M, N], a [M, K], wt [K, N] (a weight's transposed view),
-    bias [N] (the fp16 copy). On a GPU cuBLASLt's bias epilogue, fp32 accumulation, with torch's reduced-
-    precision fp16 reduction off for the call; elsewhere (the interpreter's CPU tensors, the build's meta
-    tensors) the same products in fp32, where they are exact, rounded to fp16 once."""
-    if c.is_cuda:
-        flags = torch.backends.cuda.matmul
-        reduced = flags.allow_fp16_reduced_precision_reduction
-        flags.allow_fp16_reduced_precision_reduction = False
-        try:
-            torch.addmm(bias, a, wt, out=c)
-        finally:
-            flags.allow_fp16_reduced_precision_reduction = reduced
-    else:
-        c.copy_(torch.addmm(bias.float(), a.float(), wt.float()))
-
-
 def _pdl_meta(device: torch.device) -> dict:
     """The PDL constexpr and launch option of a launch (PDL on a GPU; the interpreter has no such launch)."""
     return {"PDL": int(PDL), "launch_pdl": True} if PDL and device.type == "cuda" else {"PDL": 0}
@@ -1272,30 +1238,25 @@ def _layernorm_launch(
     eps: float,
     y: torch.Tensor,  # [n (+ 1 with pad_row), 768]
     pad_row: bool = False,
-    # (4 fp32 weights [, a short fp32 tail: the qkv bias], fp16 dst): converted into dst in this order
-    convert: tuple[tuple[torch.Tensor, ...], torch.Tensor] | None = None,
+    convert: tuple[tuple[torch.Tensor, ...], torch.Tensor] | None = None,  # (4 fp32 weights, fp16 dst)
     shift: torch.Tensor | None = None,  # [768] fp32: normalise x - shift
 ) -> Launch:
     rows, warps = LN_CONFIG
     n = x.shape[0]
     n_ln = triton.cdiv(n + int(pad_row), rows)
     if convert is None:
-        srcs, dst, blocks, tail = (x, x, x, x, x), y, (0, 0, 0, 0), 0
+        srcs, dst, blocks = (x, x, x, x), y, (0, 0, 0, 0)
     else:
         srcs, dst = convert
-        blocks = tuple(w.numel() // CVT_BLOCK for w in srcs[:4])
-        tail = srcs[4].numel() if len(srcs) > 4 else 0
-        if tail > CVT_BLOCK:
-            raise ValueError(f"weight conversion: a tail of at most {CVT_BLOCK} elements, got {tail}")
-        srcs = (*srcs[:4], srcs[4] if tail else x)
+        blocks = tuple(w.numel() // CVT_BLOCK for w in srcs)
     meta = dict(
         C=HIDDEN, BLOCK_C=1024, ROWS=rows, PAD_ROW=pad_row, CONVERT=convert is not None,
-        CVT_BLOCK=CVT_BLOCK, NB0=blocks[0], NB1=blocks[1], NB2=blocks[2], NB3=blocks[3], N4=tail,
-        num_warps=warps, SHIFT=shift is not None,
+        CVT_BLOCK=CVT_BLOCK, NB0=blocks[0], NB1=blocks[1], NB2=blocks[2], num_warps=warps,
+        SHIFT=shift is not None,
     )  # fmt: skip
     meta.update(_pdl_meta(x.device))
     args = (x, weight, bias, y, n, eps, n_ln, *srcs, dst, bias if shift is None else shift)
-    return _prologue_kernel, (n_ln + sum(blocks) + int(tail > 0),), args, meta
+    return _prologue_kernel, (n_ln + sum(blocks),), args, meta
 
 
 def _layernorm(x, weight, bias, eps, y, pad_row=False, convert=None, shift=None) -> None:
@@ -1524,12 +1485,6 @@ def _even_split(n: int, parts: int) -> tuple:
     return tuple((r0, r1) for r0, r1 in zip(cuts[:-1], cuts[1:], strict=True) if r1 > r0)
 
 
-def _weight_copy_elements() -> int:
-    """fp16 elements of the per-call weight copies of the fp16 path: the four weights, and the qkv bias where
-    cuBLAS takes it (QKV_GEMM "cublas")."""
-    return WEIGHT_ELEMENTS + (QKV_DIM if QKV_GEMM == "cublas" else 0)
-
-
 def _compact_layout(precision: str) -> bool:
     """COMPACT_LAYOUT applies to fp16 with a TMA projection (its A, o over q, has the qkv row stride)."""
     return COMPACT_LAYOUT and precision == "fp16" and GEMM_CONFIGS["fp16"]["proj"][0] != "ptr"
@@ -1565,7 +1520,7 @@ def plan_scratch(
     if compact and precision != "fp16":
         raise ValueError("the compact layout is fp16 only (LN1's rows must fit in the output's rows)")
     elem = 4 if precision == "tf32" else 2
-    weight_elems = _weight_copy_elements() if precision == "fp16" else 0  # tf32: the fp32 weights as they are
+    weight_elems = WEIGHT_ELEMENTS if precision == "fp16" else 0  # tf32: the fp32 weights as they are
     input_bytes = batch * height * width * HIDDEN * 4
     if workspace_bytes is None:
         total = max(int(ratio * input_bytes), MIN_WORKSPACE_BYTES)
@@ -1640,9 +1595,6 @@ def forward(
     if tokens == 0:
         return
     eps = float(layer_norm_eps)
-    if QKV_GEMM not in ("cublas", "triton"):
-        raise ValueError(f"QKV_GEMM: expected 'cublas' or 'triton', got {QKV_GEMM!r}")
-    qkv_cublas = op_dtype == torch.float16 and QKV_GEMM == "cublas"
     weights = tuple(w.contiguous() for w in (qkv_weight, proj_weight, mlp_lin1_weight, mlp_lin2_weight))
     qkv_bias, proj_bias = qkv_bias.contiguous(), proj_bias.contiguous()
     rel_pos_h, rel_pos_w = rel_pos_h.contiguous(), rel_pos_w.contiguous()
@@ -1654,18 +1606,18 @@ def forward(
     ws_a = torch.empty((sp.a_elems,), dtype=op_dtype, device=x.device) if sp.a_elems else None
     ws_big = torch.empty((sp.big_elems,), dtype=op_dtype, device=x.device)
     convert = None
-    sources = (*weights, qkv_bias) if qkv_cublas else weights  # the fp16 copies: weights (and the qkv bias)
     if op_dtype == torch.float16 and FUSED_WEIGHT_CONVERSION:
-        # converted on every call (no caching), by extra programs of the first LayerNorm launch
-        w16 = torch.empty((sum(w.numel() for w in sources),), dtype=op_dtype, device=x.device)
+        # weights converted on every call (no caching), by extra programs of the first LayerNorm launch
+        w16 = torch.empty((sum(w.numel() for w in weights),), dtype=op_dtype, device=x.device)
         ends = [0]
-        for w in sources:
+        for w in weights:
             ends.append(ends[-1] + w.numel())
-        copies = [w16[e0:e1].view(w.shape) for e0, e1, w in zip(ends[:-1], ends[1:], sources, strict=True)]
-        convert = (sources, w16)
+        w_qkv, w_proj, w_mlp1, w_mlp2 = (
+            w16[e0:e1].view(w.shape) for e0, e1, w in zip(ends[:-1], ends[1:], weights, strict=True)
+        )
+        convert = (weights, w16)
     else:
-        copies = [w.to(op_dtype) for w in sources]
-    w_qkv, w_proj, w_mlp1, w_mlp2 = copies[:4]
+        w_qkv, w_proj, w_mlp1, w_mlp2 = (w.to(op_dtype) for w in weights)
 
     # the MLP down-projection by cuBLAS (MLP2_GEMM): b2 goes into x1 with the projection's bias, LN2 takes it out
     cublas = (
@@ -1693,9 +1645,7 @@ def forward(
             _layernorm_launch(
                 x_c, layer_norm1_weight, layer_norm1_bias, eps, a, pad_row=True, convert=convert
             ),
-            (_qkv_addmm_step, None, (qkv, copies[4], a, w_qkv.t()), {})
-            if qkv_cublas and n + 1 >= QKV_CUBLAS_MIN_ROWS
-            else _linear_launch(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, gemm["qkv"]),
+            _linear_launch(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, gemm["qkv"]),
             _window_attention_launch(
                 qkv, o, qkv_bias, rel_pos_h, rel_pos_w, t0, n, height, width, band0, band1 - band0, attn_cfg
             ),
