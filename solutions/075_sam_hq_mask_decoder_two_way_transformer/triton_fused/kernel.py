@@ -201,6 +201,31 @@ def _prefetch_tokens(k_ptr, kp_ptr, item, S, first, lo, hi, NT: tl.constexpr, C:
 
 
 @triton.jit
+def _prefetch_later(
+    t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF, n_ch, CH, S,
+    PF_W: tl.constexpr, PF_TOK: tl.constexpr, C: tl.constexpr,
+):  # fmt: skip
+    """L2 prefetches of what phases 2..6 read from HBM first (the t2i, MLP and i2t weights: PF_W) and of the
+    start of this program's first key chunk (PF_TOK tokens); the self-attention's weights are not among them."""
+    if PF_W:
+        _prefetch_share(t_wq, 32768, pid, G, 8)
+        _prefetch_share(t_wk, 32768, pid, G, 8)
+        _prefetch_share(t_wv, 32768, pid, G, 8)
+        _prefetch_share(t_wo, 32768, pid, G, 8)
+        _prefetch_share(m_w1, 524288, pid, G, 128)
+        _prefetch_share(m_w2, 524288, pid, G, 128)
+        _prefetch_share(i_wq, 32768, pid, G, 8)
+        _prefetch_share(i_wk, 32768, pid, G, 8)
+        _prefetch_share(i_wv, 32768, pid, G, 8)
+        _prefetch_share(i_wo, 32768, pid, G, 8)
+    if PF_TOK > 0:
+        if pid < n3:
+            ic = pid // NHALF
+            s0 = (ic % n_ch) * CH
+            _prefetch_tokens(k_ptr, kp_ptr, ic // n_ch, S, s0, s0, tl.minimum(s0 + CH, S), PF_TOK, C)
+
+
+@triton.jit
 def _ph7_tiles(part, ch, live, S, CH, BS: tl.constexpr, PARTS: tl.constexpr):
     """Phase 7, part `part` (of PARTS) of an item's key chunk `ch`: the chunk's tokens [s0, s1) (a dry run:
     one token) and the part's tiles [t_lo, t_end) of BS tokens."""
@@ -958,7 +983,7 @@ def _two_way_kernel(
     CP: tl.constexpr, NC26: tl.constexpr, CP1: tl.constexpr, NC1: tl.constexpr, KP1: tl.constexpr,
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
-    PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0,
+    PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0, PF_LATE: tl.constexpr = 0,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1000,26 +1025,16 @@ def _two_way_kernel(
         _stamp(times, 0, pid)
 
     if PERSIST:
-        if PF_W:  # the query side's 6 MB of weights, spread over the programs, into L2 (HBM is idle now)
+        if PF_W:  # the self-attention's 1 MB of weights, spread over the programs, into L2 (HBM is idle now)
             _prefetch_share(sa_wq, 65536, pid, G, 16)
             _prefetch_share(sa_wk, 65536, pid, G, 16)
             _prefetch_share(sa_wv, 65536, pid, G, 16)
             _prefetch_share(sa_wo, 65536, pid, G, 16)
-            _prefetch_share(t_wq, 32768, pid, G, 8)
-            _prefetch_share(t_wk, 32768, pid, G, 8)
-            _prefetch_share(t_wv, 32768, pid, G, 8)
-            _prefetch_share(t_wo, 32768, pid, G, 8)
-            _prefetch_share(m_w1, 524288, pid, G, 128)
-            _prefetch_share(m_w2, 524288, pid, G, 128)
-            _prefetch_share(i_wq, 32768, pid, G, 8)
-            _prefetch_share(i_wk, 32768, pid, G, 8)
-            _prefetch_share(i_wv, 32768, pid, G, 8)
-            _prefetch_share(i_wo, 32768, pid, G, 8)
-        if PF_TOK > 0:  # and the start of this program's first key chunk
-            if pid < n3:
-                ic = pid // NHALF
-                s0 = (ic % n_ch) * CH
-                _prefetch_tokens(k_ptr, kp_ptr, ic // n_ch, S, s0, s0, tl.minimum(s0 + CH, S), PF_TOK, C)
+        if PF_LATE == 0:  # the rest, and the start of this program's first key chunk (else after phase 1a / 1)
+            _prefetch_later(
+                t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
+                n_ch, CH, S, PF_W, PF_TOK, C,
+            )  # fmt: skip
         if WARM:  # dry runs: the last six programs fetch the code of phases 2..7 into L2 during phase 1
             # (the same specializations as the live calls below, so that it is their code)
             if pid == (G - 1) % G:
@@ -1081,6 +1096,11 @@ def _two_way_kernel(
                 )  # fmt: skip
                 _item_done(sync, 6, times, G, NMAX, 8, w, t0, PERSIST, INSTR)
         if PERSIST:
+            if PF_LATE == 1:  # the later prefetches once this program's phase-1a loads are done
+                _prefetch_later(
+                    t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
+                    n_ch, CH, S, PF_W, PF_TOK, C,
+                )  # fmt: skip
             _phase_barrier(sync, 6, n1a, times, pid, MAXSPIN, SPIN_NS, False)  # (no stamp slots for 1a)
 
     if PERSIST or PHASE == 1:
@@ -1091,6 +1111,11 @@ def _two_way_kernel(
                 IPB, pe_sa, C, KC, P3_1, RN, NC1, QS, CP1, KP1,
             )  # fmt: skip
             _item_done(sync, 0, times, G, NMAX, 1, w, t0, PERSIST, INSTR)
+    if PERSIST and (PF_LATE == 2 or (PF_LATE == 1 and KP1 == 1)):  # ... or its phase-1 loads
+        _prefetch_later(
+            t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
+            n_ch, CH, S, PF_W, PF_TOK, C,
+        )  # fmt: skip
     if PRE2 and (PERSIST or PHASE == 2):  # the first phase-2 item's PE rows and weights, during the barrier
         pe2, w_q2, w_k2 = _ph2_operands(pid, _first_live(pid, n2), qp_ptr, t_wq, t_wk, R, C, CP)
     if PERSIST:
@@ -1686,6 +1711,12 @@ class Config:
     warm: bool = False  # dry runs of phases 2..7 by six idle programs during phase 1 (measured slower)
     prefetch_weights: bool = True  # L2-prefetch the query-side weights at start (persistent, GPU)
     prefetch_tokens: int = 32  # tokens of each program's first key chunk prefetched at start (0: off)
+    # when the prefetches other than the self-attention's weights (~5 MB of weights, each program's first key
+    # tokens: ~13 MB at 132 programs) are issued: 0 at the start, 1 after the program's phase-1a items, 2 after
+    # its phase-1 items, so that they do not queue in HBM before the self-attention's own loads. H200 (session
+    # 24, tune.py, all 16 workloads): geomean 98.58 / 96.22 / 96.04 us for 0 / 1 / 2 (without any of them 96.73),
+    # every workload 1-4 us faster with 2 than with 0
+    prefetch_late: int = 2
     prefetch_dist: int = 0  # key passes: L2-prefetch the tile this many tiles ahead (0: off; 2 before)
     spin_ns: int = 0  # nanosleep between counter polls (0: busy polling)
     maxspin: int = 1 << 22
@@ -1945,6 +1976,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
     if cfg.p4_gfirst not in (0, 1, 2):
         raise ValueError(f"p4_gfirst: expected 0, 1 or 2, got {cfg.p4_gfirst}")
+    if cfg.prefetch_late not in (0, 1, 2):
+        raise ValueError(f"prefetch_late: expected 0, 1 or 2, got {cfg.prefetch_late}")
     for name in ("stages1", "qstages", "cstages"):
         if not 0 <= getattr(cfg, name) <= 8 or (name != "stages1" and getattr(cfg, name) == 0):
             raise ValueError(
@@ -2223,6 +2256,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         PRE5=plan.HB <= cfg.pre5,
         PRE2=cfg.pre2,
         P4GF=cfg.p4_gfirst,
+        PF_LATE=cfg.prefetch_late,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
