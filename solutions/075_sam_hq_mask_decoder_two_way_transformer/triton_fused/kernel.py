@@ -203,22 +203,24 @@ def _prefetch_tokens(k_ptr, kp_ptr, item, S, first, lo, hi, NT: tl.constexpr, C:
 @triton.jit
 def _prefetch_later(
     t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF, n_ch, CH, S,
-    PF_W: tl.constexpr, PF_TOK: tl.constexpr, C: tl.constexpr,
+    PF_W: tl.constexpr, PF_TOK: tl.constexpr, C: tl.constexpr, PARTS: tl.constexpr = 7,
 ):  # fmt: skip
-    """L2 prefetches of what phases 2..6 read from HBM first (the t2i, MLP and i2t weights: PF_W) and of the
-    start of this program's first key chunk (PF_TOK tokens); the self-attention's weights are not among them."""
-    if PF_W:
+    """L2 prefetches of what phases 2..6 read from HBM first (PARTS 1: the t2i weights, 4: the MLP and i2t
+    weights, with PF_W) and of the start of this program's first key chunk (PARTS 2: PF_TOK tokens); the
+    self-attention's weights are not among them."""
+    if PF_W and (PARTS & 1) != 0:
         _prefetch_share(t_wq, 32768, pid, G, 8)
         _prefetch_share(t_wk, 32768, pid, G, 8)
         _prefetch_share(t_wv, 32768, pid, G, 8)
         _prefetch_share(t_wo, 32768, pid, G, 8)
+    if PF_W and (PARTS & 4) != 0:
         _prefetch_share(m_w1, 524288, pid, G, 128)
         _prefetch_share(m_w2, 524288, pid, G, 128)
         _prefetch_share(i_wq, 32768, pid, G, 8)
         _prefetch_share(i_wk, 32768, pid, G, 8)
         _prefetch_share(i_wv, 32768, pid, G, 8)
         _prefetch_share(i_wo, 32768, pid, G, 8)
-    if PF_TOK > 0:
+    if PF_TOK > 0 and (PARTS & 2) != 0:
         if pid < n3:
             ic = pid // NHALF
             s0 = (ic % n_ch) * CH
@@ -1111,10 +1113,10 @@ def _two_way_kernel(
                 IPB, pe_sa, C, KC, P3_1, RN, NC1, QS, CP1, KP1,
             )  # fmt: skip
             _item_done(sync, 0, times, G, NMAX, 1, w, t0, PERSIST, INSTR)
-    if PERSIST and (PF_LATE == 2 or (PF_LATE == 1 and KP1 == 1)):  # ... or its phase-1 loads
+    if PERSIST and (PF_LATE >= 2 or (PF_LATE == 1 and KP1 == 1)):  # ... or its phase-1 loads
         _prefetch_later(
             t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
-            n_ch, CH, S, PF_W, PF_TOK, C,
+            n_ch, CH, S, PF_W, PF_TOK, C, 3 if PF_LATE == 3 else 7,
         )  # fmt: skip
     if PRE2 and (PERSIST or PHASE == 2):  # the first phase-2 item's PE rows and weights, during the barrier
         pe2, w_q2, w_k2 = _ph2_operands(pid, _first_live(pid, n2), qp_ptr, t_wq, t_wk, R, C, CP)
@@ -1137,6 +1139,11 @@ def _two_way_kernel(
                     C, TPK, KC, P3_2, RN, NC26, QS, CP,
                 )  # fmt: skip
             _item_done(sync, 1, times, G, NMAX, 2, w, t0, PERSIST, INSTR)
+    if PERSIST and PF_LATE == 3:  # PF_LATE 3: the MLP and i2t weights after the program's phase-2 items
+        _prefetch_later(
+            t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
+            n_ch, CH, S, PF_W, PF_TOK, C, 4,
+        )  # fmt: skip
     if PERSIST:
         _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
@@ -1713,10 +1720,11 @@ class Config:
     prefetch_tokens: int = 32  # tokens of each program's first key chunk prefetched at start (0: off)
     # when the prefetches other than the self-attention's weights (~5 MB of weights, each program's first key
     # tokens: ~13 MB at 132 programs) are issued: 0 at the start, 1 after the program's phase-1a items, 2 after
-    # its phase-1 items, so that they do not queue in HBM before the self-attention's own loads. H200 (session
-    # 24, tune.py, all 16 workloads): geomean 98.58 / 96.22 / 96.04 us for 0 / 1 / 2 (without any of them 96.73),
-    # every workload 1-4 us faster with 2 than with 0
-    prefetch_late: int = 2
+    # its phase-1 items, so that they do not queue in HBM before the self-attention's own loads; 3 as 2 but the
+    # MLP and i2t weights (needed from phase 5 on) after its phase-2 items. H200 (session 24, tune.py, all 16
+    # workloads): geomean 98.58 / 96.22 / 96.04 us for 0 / 1 / 2 (without any of them 96.73), every workload 1-4 us
+    # faster with 2 than with 0; then 96.15 / 95.51 us for 2 / 3 (14 workloads)
+    prefetch_late: int = 3
     prefetch_dist: int = 0  # key passes: L2-prefetch the tile this many tiles ahead (0: off; 2 before)
     spin_ns: int = 0  # nanosleep between counter polls (0: busy polling)
     maxspin: int = 1 << 22
@@ -1976,8 +1984,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
     if cfg.p4_gfirst not in (0, 1, 2):
         raise ValueError(f"p4_gfirst: expected 0, 1 or 2, got {cfg.p4_gfirst}")
-    if cfg.prefetch_late not in (0, 1, 2):
-        raise ValueError(f"prefetch_late: expected 0, 1 or 2, got {cfg.prefetch_late}")
+    if cfg.prefetch_late not in (0, 1, 2, 3):
+        raise ValueError(f"prefetch_late: expected 0, 1, 2 or 3, got {cfg.prefetch_late}")
     for name in ("stages1", "qstages", "cstages"):
         if not 0 <= getattr(cfg, name) <= 8 or (name != "stages1" and getattr(cfg, name) == 0):
             raise ValueError(
