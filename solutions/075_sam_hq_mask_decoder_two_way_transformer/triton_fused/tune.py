@@ -343,7 +343,7 @@ VARIANTS: dict[str, Config] = {
     # without them (pt0: no key tokens, pw0: no weights; pf0 above: neither)
     "pl0": dataclasses.replace(BASE, prefetch_late=0),
     "pl1": dataclasses.replace(BASE, prefetch_late=1),
-    "pt64": dataclasses.replace(BASE, prefetch_tokens=64),
+    "ptk64": dataclasses.replace(BASE, prefetch_tokens=64),
     "pl2": dataclasses.replace(BASE, prefetch_late=2),
     "pt0": dataclasses.replace(BASE, prefetch_tokens=0),
     "pw0": dataclasses.replace(BASE, prefetch_weights=False),
