@@ -1032,7 +1032,8 @@ def _two_way_kernel(
             _prefetch_share(sa_wk, 65536, pid, G, 16)
             _prefetch_share(sa_wv, 65536, pid, G, 16)
             _prefetch_share(sa_wo, 65536, pid, G, 16)
-        if PF_LATE == 0:  # the rest, and the start of this program's first key chunk (else after phase 1a / 1)
+        # the rest, and the start of this program's first key chunk (PF_LATE > 0: after phase 1a / 1 / 2)
+        if PF_LATE == 0:
             _prefetch_later(
                 t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
                 n_ch, CH, S, PF_W, PF_TOK, C,
