@@ -418,7 +418,7 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("ksplit6", 16),
         ("p4_chunks", -1),
         ("p4_gfirst", 3),
-        ("prefetch_late", 4),
+        ("prefetch_late", 5),
         ("tpk_min", 2),
         ("tpk7_min", 16),
         ("tpk4_chunk", -1),

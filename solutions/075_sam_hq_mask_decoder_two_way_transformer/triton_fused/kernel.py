@@ -1117,7 +1117,7 @@ def _two_way_kernel(
     if PERSIST and (PF_LATE >= 2 or (PF_LATE == 1 and KP1 == 1)):  # ... or its phase-1 loads
         _prefetch_later(
             t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
-            n_ch, CH, S, PF_W, PF_TOK, C, 3 if PF_LATE == 3 else 7,
+            n_ch, CH, S, PF_W, PF_TOK, C, 3 if PF_LATE >= 3 else 7,
         )  # fmt: skip
     if PRE2 and (PERSIST or PHASE == 2):  # the first phase-2 item's PE rows and weights, during the barrier
         pe2, w_q2, w_k2 = _ph2_operands(pid, _first_live(pid, n2), qp_ptr, t_wq, t_wk, R, C, CP)
@@ -1156,6 +1156,11 @@ def _two_way_kernel(
                 C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T,
             )  # fmt: skip
             _item_done(sync, 2, times, G, NMAX, 3, w, t0, PERSIST, INSTR)
+    if PERSIST and PF_LATE == 4:  # PF_LATE 4: ... after its phase-3 items (the key stream's end)
+        _prefetch_later(
+            t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
+            n_ch, CH, S, PF_W, PF_TOK, C, 4,
+        )  # fmt: skip
     if PERSIST:
         _phase_barrier(sync, 2, n3, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
@@ -1722,9 +1727,11 @@ class Config:
     # when the prefetches other than the self-attention's weights (~5 MB of weights, each program's first key
     # tokens: ~13 MB at 132 programs) are issued: 0 at the start, 1 after the program's phase-1a items, 2 after
     # its phase-1 items, so that they do not queue in HBM before the self-attention's own loads; 3 as 2 but the
-    # MLP and i2t weights (needed from phase 5 on) after its phase-2 items. H200 (session 24, tune.py, all 16
-    # workloads): geomean 98.58 / 96.22 / 96.04 us for 0 / 1 / 2 (without any of them 96.73), every workload 1-4 us
-    # faster with 2 than with 0; then 96.15 / 95.51 us for 2 / 3 (14 workloads)
+    # MLP and i2t weights (needed from phase 5 on) after its phase-2 items; 4 those after its phase-3 items (the
+    # end of its key stream). H200 (session 24, tune.py, all 16 workloads): geomean 98.58 / 96.22 / 96.04 us for
+    # 0 / 1 / 2 (without any of them 96.73), every workload 1-4 us faster with 2 than with 0; then 96.15 / 95.51 us
+    # for 2 / 3 (14 workloads) and 94.67 / 94.18 (16); 94.66 / 94.25 us for 3 / 4 (16: within the runs' spread,
+    # and 4's official run no faster), so 3
     prefetch_late: int = 3
     prefetch_dist: int = 0  # key passes: L2-prefetch the tile this many tiles ahead (0: off; 2 before)
     spin_ns: int = 0  # nanosleep between counter polls (0: busy polling)
@@ -1985,8 +1992,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
     if cfg.p4_gfirst not in (0, 1, 2):
         raise ValueError(f"p4_gfirst: expected 0, 1 or 2, got {cfg.p4_gfirst}")
-    if cfg.prefetch_late not in (0, 1, 2, 3):
-        raise ValueError(f"prefetch_late: expected 0, 1, 2 or 3, got {cfg.prefetch_late}")
+    if cfg.prefetch_late not in (0, 1, 2, 3, 4):
+        raise ValueError(f"prefetch_late: expected 0 to 4, got {cfg.prefetch_late}")
     for name in ("stages1", "qstages", "cstages"):
         if not 0 <= getattr(cfg, name) <= 8 or (name != "stages1" and getattr(cfg, name) == 0):
             raise ValueError(

@@ -345,6 +345,7 @@ VARIANTS: dict[str, Config] = {
     "pl1": dataclasses.replace(BASE, prefetch_late=1),
     "ptk64": dataclasses.replace(BASE, prefetch_tokens=64),
     "pl2": dataclasses.replace(BASE, prefetch_late=2),
+    "pl4": dataclasses.replace(BASE, prefetch_late=4),  # the MLP's and i2t's weights after phase 3 instead
     "pt0": dataclasses.replace(BASE, prefetch_tokens=0),
     "pw0": dataclasses.replace(BASE, prefetch_weights=False),
     # the tl phase-7 launch everywhere (the default until session 23, 76b6e0d's row)
