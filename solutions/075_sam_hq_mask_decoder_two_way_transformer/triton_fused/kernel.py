@@ -1722,8 +1722,10 @@ class Config:
     q_terms: int = 1
     q3_phases: tuple = ()  # phases (1, 2, 4, 5, 6) whose query-side products use 3xTF32 whatever q_terms says
     warm: bool = False  # dry runs of phases 2..7 by six idle programs during phase 1 (measured slower)
-    prefetch_weights: bool = True  # L2-prefetch the query-side weights at start (persistent, GPU)
-    prefetch_tokens: int = 32  # tokens of each program's first key chunk prefetched at start (0: off)
+    # L2-prefetch the query-side weights (persistent, GPU): the self-attention's at the start, the rest as
+    # prefetch_late says
+    prefetch_weights: bool = True
+    prefetch_tokens: int = 32  # key tokens prefetched of each program's first chunk (0: off)
     # when the prefetches other than the self-attention's weights (~5 MB of weights, each program's first key
     # tokens: ~13 MB at 132 programs) are issued: 0 at the start, 1 after the program's phase-1a items, 2 after
     # its phase-1 items, so that they do not queue in HBM before the self-attention's own loads; 3 as 2 but the
