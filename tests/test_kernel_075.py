@@ -419,6 +419,7 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("p4_chunks", -1),
         ("p4_gfirst", 3),
         ("prefetch_late", 5),
+        ("prefetch_late", 1),
         ("tpk_min", 2),
         ("tpk7_min", 16),
         ("tpk4_chunk", -1),

@@ -1032,7 +1032,7 @@ def _two_way_kernel(
             _prefetch_share(sa_wk, 65536, pid, G, 16)
             _prefetch_share(sa_wv, 65536, pid, G, 16)
             _prefetch_share(sa_wo, 65536, pid, G, 16)
-        # the rest, and the start of this program's first key chunk (PF_LATE > 0: after phase 1a / 1 / 2)
+        # the rest, and the start of this program's first key chunk (PF_LATE > 0: after phase 1 / 2)
         if PF_LATE == 0:
             _prefetch_later(
                 t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
@@ -1099,11 +1099,6 @@ def _two_way_kernel(
                 )  # fmt: skip
                 _item_done(sync, 6, times, G, NMAX, 8, w, t0, PERSIST, INSTR)
         if PERSIST:
-            if PF_LATE == 1:  # the later prefetches once this program's phase-1a loads are done
-                _prefetch_later(
-                    t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
-                    n_ch, CH, S, PF_W, PF_TOK, C,
-                )  # fmt: skip
             _phase_barrier(sync, 6, n1a, times, pid, MAXSPIN, SPIN_NS, False)  # (no stamp slots for 1a)
 
     if PERSIST or PHASE == 1:
@@ -1114,10 +1109,10 @@ def _two_way_kernel(
                 IPB, pe_sa, C, KC, P3_1, RN, NC1, QS, CP1, KP1,
             )  # fmt: skip
             _item_done(sync, 0, times, G, NMAX, 1, w, t0, PERSIST, INSTR)
-    if PERSIST and (PF_LATE >= 2 or (PF_LATE == 1 and KP1 == 1)):  # ... or its phase-1 loads
+    if PERSIST and PF_LATE > 0:  # ... once this program's phase-1 loads are done
         _prefetch_later(
             t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
-            n_ch, CH, S, PF_W, PF_TOK, C, 3 if PF_LATE >= 3 else 7,
+            n_ch, CH, S, PF_W, PF_TOK, C, 3 if PF_LATE == 3 else 7,
         )  # fmt: skip
     if PRE2 and (PERSIST or PHASE == 2):  # the first phase-2 item's PE rows and weights, during the barrier
         pe2, w_q2, w_k2 = _ph2_operands(pid, _first_live(pid, n2), qp_ptr, t_wq, t_wk, R, C, CP)
@@ -1156,11 +1151,6 @@ def _two_way_kernel(
                 C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T,
             )  # fmt: skip
             _item_done(sync, 2, times, G, NMAX, 3, w, t0, PERSIST, INSTR)
-    if PERSIST and PF_LATE == 4:  # PF_LATE 4: ... after its phase-3 items (the key stream's end)
-        _prefetch_later(
-            t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
-            n_ch, CH, S, PF_W, PF_TOK, C, 4,
-        )  # fmt: skip
     if PERSIST:
         _phase_barrier(sync, 2, n3, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
@@ -1727,13 +1717,12 @@ class Config:
     prefetch_weights: bool = True
     prefetch_tokens: int = 32  # key tokens prefetched of each program's first chunk (0: off)
     # when the prefetches other than the self-attention's weights (~5 MB of weights, each program's first key
-    # tokens: ~13 MB at 132 programs) are issued: 0 at the start, 1 after the program's phase-1a items, 2 after
-    # its phase-1 items, so that they do not queue in HBM before the self-attention's own loads; 3 as 2 but the
-    # MLP and i2t weights (needed from phase 5 on) after its phase-2 items; 4 those after its phase-3 items (the
-    # end of its key stream). H200 (session 24, tune.py, all 16 workloads): geomean 98.58 / 96.22 / 96.04 us for
-    # 0 / 1 / 2 (without any of them 96.73), every workload 1-4 us faster with 2 than with 0; then 96.15 / 95.51 us
-    # for 2 / 3 (14 workloads) and 94.67 / 94.18 (16); 94.66 / 94.25 us for 3 / 4 (16: within the runs' spread,
-    # and 4's official run no faster), so 3
+    # tokens: ~13 MB at 132 programs) are issued: 0 at the start, 2 after the program's phase-1 items, so that they
+    # do not queue in HBM before the self-attention's own loads; 3 as 2 but the MLP and i2t weights (needed from
+    # phase 5 on) after its phase-2 items. H200 (session 24, tune.py, all 16 workloads): geomean 98.58 / 96.04 us
+    # for 0 / 2 (without any of them 96.73), every workload 1-4 us faster with 2; then 96.15 / 95.51 us for 2 / 3
+    # (14 workloads) and 94.67 / 94.18 (16). Measured and removed (NOTES.md): after phase 1a only, and the MLP and
+    # i2t weights after phase 3
     prefetch_late: int = 3
     prefetch_dist: int = 0  # key passes: L2-prefetch the tile this many tiles ahead (0: off; 2 before)
     spin_ns: int = 0  # nanosleep between counter polls (0: busy polling)
@@ -1994,8 +1983,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
     if cfg.p4_gfirst not in (0, 1, 2):
         raise ValueError(f"p4_gfirst: expected 0, 1 or 2, got {cfg.p4_gfirst}")
-    if cfg.prefetch_late not in (0, 1, 2, 3, 4):
-        raise ValueError(f"prefetch_late: expected 0 to 4, got {cfg.prefetch_late}")
+    if cfg.prefetch_late not in (0, 2, 3):
+        raise ValueError(f"prefetch_late: expected 0, 2 or 3, got {cfg.prefetch_late}")
     for name in ("stages1", "qstages", "cstages"):
         if not 0 <= getattr(cfg, name) <= 8 or (name != "stages1" and getattr(cfg, name) == 0):
             raise ValueError(

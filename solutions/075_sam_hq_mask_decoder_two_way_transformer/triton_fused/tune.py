@@ -338,14 +338,12 @@ VARIANTS: dict[str, Config] = {
     "g7hr": dataclasses.replace(BASE, p7_gluon=(232, 32, 9, 11, 2, 2), p7_gluon_fp16=True),
     "g7h1": dataclasses.replace(BASE, p7_gluon=(232, 40, 9, 11, 1, 2), p7_gluon_fp16=True),
     # session 24: the start-up prefetches (5 MB of weights, each program's first 32 key tokens) issued with the
-    # self-attention's weights at the start (pl0, the default until then), after the program's phase-1a items
-    # (pl1) or all after its phase-1 items (pl2) instead of the MLP's and i2t's after its phase-2 items (base); and
-    # without them (pt0: no key tokens, pw0: no weights; pf0 above: neither)
+    # self-attention's weights at the start (pl0, the default until then) or all after the program's phase-1 items
+    # (pl2) instead of the MLP's and i2t's after its phase-2 items (base); and without them (pt0: no key tokens,
+    # pw0: no weights; pf0 above: neither). pl1 (after phase 1a) and pl4 (MLP and i2t after phase 3): removed
     "pl0": dataclasses.replace(BASE, prefetch_late=0),
-    "pl1": dataclasses.replace(BASE, prefetch_late=1),
     "ptk64": dataclasses.replace(BASE, prefetch_tokens=64),
     "pl2": dataclasses.replace(BASE, prefetch_late=2),
-    "pl4": dataclasses.replace(BASE, prefetch_late=4),  # the MLP's and i2t's weights after phase 3 instead
     "pt0": dataclasses.replace(BASE, prefetch_tokens=0),
     "pw0": dataclasses.replace(BASE, prefetch_weights=False),
     # the tl phase-7 launch everywhere (the default until session 23, 76b6e0d's row)
