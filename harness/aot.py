@@ -36,7 +36,8 @@ REGISTER_LIMIT = 255
 
 @dataclass(frozen=True)
 class _Arg:
-    """A recorded argument: kind "tensor" (dtype, address mod 16), "desc" (a TensorDescriptor) or "value"."""
+    """A recorded argument: kind "tensor" (dtype, address mod 16), "desc" (a TensorDescriptor), "gdesc" (a Gluon
+    TensorDescriptor: its shared-memory layout too) or "value"."""
 
     kind: str
     data: tuple
@@ -52,15 +53,27 @@ class Launch:
     kwargs: dict[str, Any] = field(default_factory=dict)  # constexprs and launch options as given
 
 
+def _gluon_descriptor_class() -> type | None:
+    try:
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    except ImportError:
+        return None
+    return TensorDescriptor
+
+
 def _describe(value: Any) -> _Arg:
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     if isinstance(value, torch.Tensor):
         return _Arg("tensor", (value.dtype, value.data_ptr() % 16))
-    if isinstance(value, TensorDescriptor):
+    gluon_descriptor = _gluon_descriptor_class()
+    if isinstance(value, TensorDescriptor) or (gluon_descriptor and isinstance(value, gluon_descriptor)):
         shape = tuple(int(v) for v in value.shape)
         strides = tuple(int(v) for v in value.strides)
-        return _Arg("desc", (value.base.dtype, shape, strides, tuple(value.block_shape)))
+        data = (value.base.dtype, shape, strides, tuple(value.block_shape))
+        if isinstance(value, TensorDescriptor):
+            return _Arg("desc", data)
+        return _Arg("gdesc", (*data, value.layout))
     if value is None or isinstance(value, bool | int | float | str):
         return _Arg("value", (value,))
     raise TypeError(f"cannot record a kernel argument of type {type(value).__name__}")
@@ -118,6 +131,10 @@ def _rebuild(arg: Any) -> Any:
         size = torch.empty((), dtype=dtype).element_size()
         base = torch.empty(64 + misalign // size + 1, dtype=dtype)
         return base[misalign // size :]  # the same address residue modulo 16 as the recorded tensor
+    if arg.kind == "gdesc":
+        dtype, shape, strides, block, layout = arg.data
+        gluon_descriptor = _gluon_descriptor_class()
+        return gluon_descriptor(torch.empty(64, dtype=dtype), list(shape), list(strides), list(block), layout)
     dtype, shape, strides, block = arg.data
     return TensorDescriptor(torch.empty(64, dtype=dtype), list(shape), list(strides), list(block))
 

@@ -541,6 +541,76 @@ def test_gluon_attention_matches_tl_gpu(batch, height, width, band0, n_bands):
     assert (outs[1] - outs[0]).abs().max().item() < 4e-3
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
+@pytest.mark.parametrize("m", [1, 100, 4097, 33000])
+@pytest.mark.parametrize("epilogue", [kernel.EPILOGUE_BIAS, kernel.EPILOGUE_GELU], ids=["bias", "gelu"])
+def test_gluon_gemm_matches_triton_gpu(m, epilogue):
+    """The Gluon GEMM (sm_90) against the Triton GEMM it replaces: rows below one tile, a partial last tile,
+    several tiles per program; every element written (NaN-poisoned output); the GELU in packed fp16 as the
+    Triton epilogue computes it."""
+    if not kernel.gluon_attention_ok(torch.device("cuda")):
+        pytest.skip("the Gluon GEMM runs on sm_90 only")
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    n = kernel.MLP_DIM if epilogue == kernel.EPILOGUE_GELU else kernel.QKV_DIM
+    a = torch.randn(m, kernel.HIDDEN, device="cuda", generator=gen).half()
+    w = (0.03 * torch.randn(n, kernel.HIDDEN, device="cuda", generator=gen)).half()
+    bias = 0.3 * torch.randn(n, device="cuda", generator=gen)
+    outs = []
+    for cfg in (kernel.GEMM_CONFIGS["fp16"]["qkv"], kernel.GLUON_GEMM):
+        c = torch.full((m, n), math.nan, device="cuda", dtype=torch.float16)
+        kernel._linear(a, w, bias, c, epilogue, cfg)
+        outs.append(c.float())
+    torch.cuda.synchronize()
+    assert torch.isfinite(outs[1]).all()
+    ref = a.float() @ w.float().t() + bias
+    if epilogue == kernel.EPILOGUE_GELU:
+        ref = torch.nn.functional.gelu(ref)
+    # fp16 output rounding (|c| < 8: 4e-3) apart from the accumulation order
+    assert (outs[1] - outs[0]).abs().max().item() <= 8e-3
+    assert (outs[1] - ref).abs().max().item() <= (outs[0] - ref).abs().max().item() + 2e-3
+
+
+@pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
+@pytest.mark.parametrize("cfg", [("gluon", 208, 96, 96, 32), ("gluon", 224, 64, 64, 8)])
+def test_gluon_gemm_launch_carries_its_configuration(cfg):
+    """Every field of a Gluon GEMM configuration reaches the launch; other shapes and epilogues are refused."""
+    a = torch.empty(300, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    w = torch.empty(kernel.MLP_DIM, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    c = torch.empty(300, kernel.MLP_DIM, dtype=torch.float16, device="meta")
+    bias = torch.empty(kernel.MLP_DIM, device="meta")
+    fn, grid, args, meta = kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_GELU, cfg)
+    assert fn is kernel._linear_gluon_kernel and grid == (min(3 * 12, kernel._num_sms(a.device)),)
+    assert (meta["CONSUMER_REGS"], meta["EPILOGUE_REGS"], meta["LOADER_REGS"], meta["ROWS"]) == cfg[1:]
+    assert meta["GELU"] is True and [d.block_shape for d in args[:3]] == [[128, 64], [256, 64], [64, 256]]
+    params = set(inspect.signature(fn.fn).parameters)
+    assert set(meta) - {"num_warps", "launch_pdl"} <= params  # no keyword the kernel would reject
+    with pytest.raises(ValueError):  # an fp32 output (the residual GEMMs) is not the Gluon GEMM's
+        kernel._linear_launch(a, w, bias, c.float(), kernel.EPILOGUE_RESIDUAL, cfg, residual=c.float())
+    with pytest.raises(ValueError):  # a configuration of another shape is refused, not half-used
+        kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_GELU, (*cfg, 2))
+
+
+def test_gluon_gemm_takes_the_stages_it_is_meant_for(monkeypatch):
+    """On sm_90 (a build's recording for sm_90a) qkv runs the Gluon GEMM at any size and mlp1 from
+    GLUON_GEMM_MIN_ROWS rows on; without GELU_F16X2 (the only GELU the Gluon epilogue has) mlp1 stays Triton."""
+    pytest.importorskip("triton.experimental.gluon")
+    monkeypatch.setenv(kernel.TARGET_ARCH_ENV, "sm_90a")
+    monkeypatch.setattr(kernel, "_launch", lambda plan: launched.extend(plan))
+    shapes = [(1, 30, 300, 768), (2304, 768), (2304,), (768, 768), (768,), (27, 64), (27, 64)]
+    shapes += [(768,)] * 4 + [(3072, 768), (3072,), (768, 3072), (768,)]
+    args = [torch.empty(shape, device="meta") for shape in shapes]
+    for min_rows, f16x2, expect in ((0, True, 1), (10**9, True, 0), (0, False, 0)):
+        monkeypatch.setitem(kernel.GLUON_GEMM_MIN_ROWS, "mlp1", min_rows)
+        monkeypatch.setattr(kernel, "GELU_F16X2", f16x2)
+        launched = []
+        kernel.forward(*args, 1e-6, torch.empty(1, 30, 300, 768, device="meta"))
+        kinds = [(fn.__name__, kw.get("GELU")) for fn, grid, a, kw in launched if grid is not None]
+        assert kinds.count(("_linear_gluon_kernel", False)) == len(kernel.plan_scratch(1, 30, 300).chunks)
+        mlp1 = kinds.count(("_linear_gluon_kernel", True))
+        assert (mlp1 > 0) == bool(expect), (min_rows, f16x2, kinds)
+
+
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("cfg", [("gluon", 216, 48), ("gluon", 240, 24)])
 def test_gluon_attention_launch_carries_its_configuration(cfg):

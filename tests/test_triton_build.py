@@ -19,6 +19,7 @@ from harness.aot import (
     REGISTER_LIMIT,
     SHARED_LIMIT,
     TARGET_ARCH_ENV,
+    Launch,
     build_launches,
     capture_launches,
     capture_solution,
@@ -81,12 +82,28 @@ def test_077_builds_carry_the_gpu_launch_constexprs():
 
 
 def test_077_attention_is_gluon_on_sm90a_only():
-    """sm_90a (H200) records the warp-specialized Gluon attention, sm_100a (B200: no wgmma) the tl kernel."""
+    """sm_90a (H200) records the warp-specialized Gluon attention and GEMM (qkv), sm_100a (B200: no wgmma) the
+    tl kernels."""
     names = {arch: {launch.kernel for launch in _launches("077", arch)} for arch in ("sm_90a", "sm_100a")}
-    assert "_window_attention_gluon_kernel" in names["sm_90a"]
+    assert {"_window_attention_gluon_kernel", "_linear_gluon_kernel"} <= names["sm_90a"]
     assert "_window_attention_persistent_kernel" not in names["sm_90a"]
     assert "_window_attention_persistent_kernel" in names["sm_100a"]
-    assert "_window_attention_gluon_kernel" not in names["sm_100a"]
+    assert not {"_window_attention_gluon_kernel", "_linear_gluon_kernel"} & names["sm_100a"]
+
+
+def test_077_gluon_gemm_builds_for_sm90a_with_both_epilogues():
+    """The Gluon GEMM as mlp1 launches it (the GELU epilogue; the build's small workload keeps mlp1 on Triton)
+    and as qkv does: sm_90a, within the limits, no spills."""
+    pytest.importorskip("triton.experimental.gluon")
+    gemm = next(launch for launch in _launches("077") if launch.kernel == "_linear_gluon_kernel")
+    builds = []
+    for gelu in (False, True):
+        launch = Launch(gemm.module_file, gemm.kernel, gemm.args, {**gemm.kwargs, "GELU": gelu})
+        builds += build_launches([launch], 90)
+    assert len(builds) == 2
+    for b in builds:
+        assert "error" not in b, b
+        assert b["shared"] <= SHARED_LIMIT[90] and b["stack"] == 0, b
 
 
 def test_075_builds_carry_the_split_launch_constexprs():

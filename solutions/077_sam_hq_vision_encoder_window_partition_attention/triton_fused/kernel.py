@@ -103,6 +103,13 @@ ATTN_CONFIGS: dict[str, tuple] = {
 #: registers, loader registers) instead of ATTN_CONFIGS["fp16"], which stays for every other GPU
 #: (B200: sm_100 has no wgmma), the interpreter and tune.py's attention search. None: the tl kernel everywhere.
 GLUON_ATTENTION: tuple | None = ("gluon", 232, 40)
+#: fp16 on sm_90 with Gluon: the fp16-output GEMMs (qkv, mlp1) as the warp-specialized Gluon GEMM
+#: (`_linear_gluon_kernel`: ("gluon", consumer registers, epilogue registers, loader registers, rows per GELU
+#: pass)) where a launch has at least GLUON_GEMM_MIN_ROWS[stage] rows, the Triton GEMMs of GEMM_CONFIGS
+#: elsewhere; None: Triton everywhere. H200 (session 25, CUDA events, L2 flushed): qkv 0.170 against 0.179 ms at
+#: 32768 rows, 0.662 against 0.686 at 131072; mlp1 0.245 against 0.261 at 32768, but 0.040 against 0.037 at 4097.
+GLUON_GEMM: tuple | None = ("gluon", 216, 80, 80, 16)
+GLUON_GEMM_MIN_ROWS: dict[str, int] = {"qkv": 0, "mlp1": 8192}
 #: The CPU path (interpreter; `solbench build`'s recording on meta tensors) plans for the GPU this environment
 #: variable names (the harness sets it per architecture it builds for).
 TARGET_ARCH_ENV = "SOLBENCH_TARGET_ARCH"
@@ -805,6 +812,13 @@ try:
     # environment's), renamed async_load by 3.9 (CI's), where the old name raises
     _gl_cp_load = getattr(_gl_cp, "async_load", None) or _gl_cp.async_copy_global_to_shared
     _gl_sync = getattr(gl, "thread_barrier", None) or gl.barrier  # the partition's threads (renamed by 3.9)
+    from triton.experimental.gluon.language.nvidia.hopper import tma as _gl_tma
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as _GlDescriptor
+
+    # TMA copies: async_copy_global_to_shared / async_copy_shared_to_global in Triton 3.6, async_load /
+    # async_store in 3.9, where the old names raise
+    _gl_tma_load = getattr(_gl_tma, "async_load", None) or _gl_tma.async_copy_global_to_shared
+    _gl_tma_store = getattr(_gl_tma, "async_store", None) or _gl_tma.async_copy_shared_to_global
 except ImportError:  # a Triton without Gluon's Hopper API: the tl kernels only
     gluon = None
 
@@ -1075,6 +1089,173 @@ if gluon is not None:
             [CONSUMER_REGS, LOADER_REGS],
         )  # fmt: skip
 
+    # ----------------------------------------------------------------------- warp-specialized GEMM in Gluon
+    # c = act(a @ w^T + bias), fp16 operands and output, fp32 accumulation (qkv: act = identity; mlp1: GELU in
+    # packed fp16, GELU_F16X2). Per program (persistent over 128 x 256 tiles, GROUP_M order as _tile_coords):
+    # a loader warp streams [128, 64] A and [256, 64] W tiles into a ring by TMA; two consumer warpgroups take
+    # the tile's rows 0-63 and 64-127 (their accumulators start at the bias) and hand fp16 halves to an
+    # epilogue warp pair through shared memory, which applies the GELU and stores them by TMA while the
+    # consumers run the next tile's products (session 25).
+
+    @gluon.jit
+    def _gg_coords(tile, M, N: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, GROUP_M: gl.constexpr):
+        """_tile_coords in Gluon: GROUP_M row tiles share each weight column tile while it is in L2."""
+        num_pid_m = gl.cdiv(M, BM)
+        num_pid_n: gl.constexpr = N // BN
+        in_group = GROUP_M * num_pid_n
+        first_m = (tile // in_group) * GROUP_M
+        group_m = min(num_pid_m - first_m, GROUP_M)
+        return (first_m + (tile % in_group) % group_m) * BM, ((tile % in_group) // group_m) * BN
+
+    @gluon.jit
+    def _gg_loader(
+        a_desc, w_desc, a_s, b_s, ready, empty, M, N: gl.constexpr, K: gl.constexpr, GROUP_M: gl.constexpr,
+        STAGES: gl.constexpr, PDL: gl.constexpr,
+    ):  # fmt: skip
+        """One warp: every (tile, k step) of the program into the STAGES-deep ring, once its stage is free."""
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = w_desc.block_type.shape[0]
+        if PDL > 0:  # the previous kernel's writes (a; c's space) are visible after this
+            gl.inline_asm_elementwise(
+                "griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1
+            )
+        c = 0
+        for tile in range(gl.program_id(0), gl.cdiv(M, BM) * (N // BN), gl.num_programs(0)):
+            off_m, off_n = _gg_coords(tile, M, N, BM, BN, GROUP_M)
+            for kk in range(K // BK):
+                s = c % STAGES
+                _gl_bar.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
+                _gl_bar.expect(ready.index(s), a_desc.block_type.nbytes + w_desc.block_type.nbytes)
+                _gl_tma_load(a_desc, [off_m, kk * BK], ready.index(s), a_s.index(s))
+                _gl_tma_load(w_desc, [off_n, kk * BK], ready.index(s), b_s.index(s))
+                c += 1
+
+    @gluon.jit
+    def _gg_consumer(
+        a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, M, N: gl.constexpr, K: gl.constexpr,
+        GROUP_M: gl.constexpr, STAGES: gl.constexpr, WG: gl.constexpr,
+    ):  # fmt: skip
+        """One warpgroup: rows WG * 64 .. + 63 of every tile; fp16(bias + a w^T) into its epilogue buffer."""
+        BM: gl.constexpr = a_s.shape[1]
+        BN: gl.constexpr = b_s.shape[1]
+        BK: gl.constexpr = a_s.shape[2]
+        HM: gl.constexpr = BM // 2
+        acc_l: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 16]
+        )
+        c = 0
+        t = 0
+        for tile in range(gl.program_id(0), gl.cdiv(M, BM) * (N // BN), gl.num_programs(0)):
+            off_m, off_n = _gg_coords(tile, M, N, BM, BN, GROUP_M)
+            bias = gl.load(bias_ptr + off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_l)))
+            acc = gl.zeros([HM, BN], gl.float32, acc_l) + gl.expand_dims(bias, 0)
+            for kk in range(K // BK):
+                s = c % STAGES
+                _gl_bar.wait(ready.index(s), (c // STAGES) & 1)
+                acc = _gl_mma(a_s.index(s).slice(WG * HM, HM), b_s.index(s).permute((1, 0)), acc,
+                              use_acc=True, is_async=True)  # fmt: skip
+                acc = _gl_mma_wait(num_outstanding=1, deps=(acc,))
+                # the previous step's products are done: its stage is free (from this warpgroup)
+                _gl_bar.arrive(empty.index((c + STAGES - 1) % STAGES), pred=kk > 0)
+                c += 1
+            acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
+            _gl_bar.arrive(empty.index((c + STAGES - 1) % STAGES))
+            _gl_bar.wait(e_free.index(WG), (t & 1) ^ 1)
+            e_s.index(WG).store(acc.to(gl.float16))
+            _gl_fence()  # for the TMA store (async proxy)
+            _gl_sync()  # every thread's part is written
+            _gl_bar.arrive(e_ready.index(WG))
+            t += 1
+
+    @gluon.jit
+    def _gg_epilogue(
+        c_desc, e_s, e_ready, e_free, M, N: gl.constexpr, GROUP_M: gl.constexpr, GELU: gl.constexpr,
+        ROWS: gl.constexpr, WARPS: gl.constexpr,
+    ):  # fmt: skip
+        """WARPS warps: each tile's two fp16 halves, GELU in place (ROWS rows at a time) and a TMA store; a
+        buffer is free again once its store has read it."""
+        HM: gl.constexpr = c_desc.block_type.shape[0]
+        BN: gl.constexpr = c_desc.block_type.shape[1]
+        blk: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [WARPS, 1], [1, 0])
+        t = 0
+        for tile in range(gl.program_id(0), gl.cdiv(M, 2 * HM) * (N // BN), gl.num_programs(0)):
+            off_m, off_n = _gg_coords(tile, M, N, 2 * HM, BN, GROUP_M)
+            for h in gl.static_range(2):
+                buf = e_s.index(h)
+                _gl_bar.wait(e_ready.index(h), t & 1)
+                if GELU:
+                    for r in gl.static_range(HM // ROWS):
+                        v = buf.slice(ROWS * r, ROWS).load(blk)
+                        v = gl.inline_asm_elementwise(
+                            _GELU_F16X2_PTX, "=r,r", [v], dtype=gl.float16, is_pure=True, pack=2
+                        )
+                        buf.slice(ROWS * r, ROWS).store(v)
+                    _gl_fence()
+                    _gl_sync()
+                _gl_tma_store(c_desc, [off_m + h * HM, off_n], buf)  # rows past M are clipped
+            _gl_tma.store_wait(1)
+            _gl_bar.arrive(e_free.index(0))
+            _gl_tma.store_wait(0)
+            _gl_bar.arrive(e_free.index(1))
+            t += 1
+
+    @gluon.jit(do_not_specialize=["M"])
+    def _linear_gluon_kernel(
+        a_desc,  # [M, K] fp16, block [128, 64]
+        w_desc,  # [N, K] fp16, block [256, 64]
+        c_desc,  # [M, N] fp16, block [64, 256]
+        bias_ptr,  # [N] fp32
+        M,
+        N: gl.constexpr,
+        K: gl.constexpr,
+        GELU: gl.constexpr = False,
+        GROUP_M: gl.constexpr = 8,
+        STAGES: gl.constexpr = 3,
+        CONSUMER_REGS: gl.constexpr = 216,
+        EPILOGUE_REGS: gl.constexpr = 80,
+        LOADER_REGS: gl.constexpr = 80,
+        ROWS: gl.constexpr = 16,
+        PDL: gl.constexpr = 0,
+    ):  # fmt: skip
+        """c = act(a w^T + bias) on sm_90 (see above): 4 + 4 consumer warps, 2 epilogue warps, 1 loader warp;
+        shared memory: the ring (STAGES x 48 KB) and the two [64, 256] epilogue buffers (64 KB)."""
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = w_desc.block_type.shape[0]
+        a_s = gl.allocate_shared_memory(gl.float16, [STAGES, BM, BK], a_desc.layout)
+        b_s = gl.allocate_shared_memory(gl.float16, [STAGES, BN, BK], w_desc.layout)
+        e_s = gl.allocate_shared_memory(gl.float16, [2, BM // 2, BN], c_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], _gl_bar.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], _gl_bar.MBarrierLayout())
+        e_ready = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
+        e_free = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            _gl_bar.init(ready.index(i), count=1)
+            _gl_bar.init(empty.index(i), count=2)  # both consumer warpgroups
+        for i in gl.static_range(2):
+            _gl_bar.init(e_ready.index(i), count=1)
+            _gl_bar.init(e_free.index(i), count=1)
+        _gl_fence()
+        # the argument tuples are written out in the call (a tuple held in a variable turns its constexprs into
+        # tensors in Triton 3.6)
+        gl.warp_specialize(
+            [
+                (
+                    _gg_consumer,
+                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, M, N, K, GROUP_M, STAGES, 0),
+                ),
+                (
+                    _gg_consumer,
+                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, M, N, K, GROUP_M, STAGES, 1),
+                ),
+                (_gg_epilogue, (c_desc, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2)),
+                (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
+            ],
+            [4, 2, 1],
+            [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS],
+        )  # fmt: skip
+
 
 # --------------------------------------------------------------------------------------------- wrappers
 # Each *_launch function returns (kernel, grid, args, kwargs) without launching: forward() prepares every
@@ -1137,11 +1318,11 @@ def _arg_key(value) -> tuple:
     alignment, TMA descriptors by dtype, alignment, shape, strides and block, everything else by value."""
     if isinstance(value, torch.Tensor):
         return ("t", value.dtype, value.data_ptr() % 16 == 0)
-    if isinstance(value, TensorDescriptor):
+    if isinstance(value, TensorDescriptor) or (gluon is not None and isinstance(value, _GlDescriptor)):
         base = value.base
         return (
-            "d", base.dtype, base.data_ptr() % 16 == 0, tuple(value.shape), tuple(value.strides),
-            tuple(value.block_shape),
+            "d", type(value), base.dtype, base.data_ptr() % 16 == 0, tuple(value.shape), tuple(value.strides),
+            tuple(value.block_shape), repr(getattr(value, "layout", None)),
         )  # fmt: skip
     return ("v", type(value), value)
 
@@ -1293,6 +1474,8 @@ def _linear_launch(
     split_k: str | int = 1,  # EPILOGUE_RESIDUAL in place (residual is c), "tma" kind: K splits (split_k_for)
     bias2: torch.Tensor | None = None,  # [N] fp32, EPILOGUE_RESIDUAL: added with bias
 ) -> Launch:
+    if cfg[0] == "gluon":
+        return _gluon_linear_launch(a, w, bias, c, epilogue, cfg)
     kind, block_m, block_n, block_k, group_m, warps, stages = cfg[:7]
     m, k = a.shape
     n = w.shape[0]
@@ -1339,6 +1522,37 @@ def _linear_launch(
         meta["C_SPLIT"] = TMA_STORE
         meta["c_desc"] = TensorDescriptor.from_tensor(c, [block_m, block_n // TMA_STORE])
     return _linear_tma_kernel, (programs,), (a_desc, w_desc, bias, res, c, m, programs, b2), meta
+
+
+def _gluon_linear_launch(
+    a: torch.Tensor,  # [M, K] fp16
+    w: torch.Tensor,  # [N, K] fp16
+    bias: torch.Tensor,  # [N] fp32
+    c: torch.Tensor,  # [M, N] fp16
+    epilogue: int,
+    cfg: tuple,  # GLUON_GEMM
+) -> Launch:
+    """The Gluon GEMM's launch (sm_90): EPILOGUE_BIAS, or EPILOGUE_GELU as GELU_F16X2 computes it."""
+    _, consumer_regs, epilogue_regs, loader_regs, rows = cfg
+    m, k = a.shape
+    n = w.shape[0]
+    if epilogue not in (EPILOGUE_BIAS, EPILOGUE_GELU) or c.dtype != torch.float16 or a.dtype != torch.float16:
+        raise ValueError(
+            "the Gluon GEMM takes fp16 operands, an fp16 output and EPILOGUE_BIAS or EPILOGUE_GELU"
+        )
+    if n % 256 or k % 64:
+        raise ValueError(f"Gluon GEMM {m}x{n}x{k}: N must be a multiple of 256, K of 64")
+
+    def desc(t: torch.Tensor, block: list[int]):
+        return _GlDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, gl.float16))
+
+    tiles = triton.cdiv(m, 128) * (n // 256)
+    args = (desc(a, [128, 64]), desc(w, [256, 64]), desc(c, [64, 256]), bias, m, n, k)
+    meta = dict(
+        GELU=epilogue == EPILOGUE_GELU, CONSUMER_REGS=consumer_regs, EPILOGUE_REGS=epilogue_regs,
+        LOADER_REGS=loader_regs, ROWS=rows, num_warps=4, **_pdl_meta(a.device),
+    )  # fmt: skip
+    return _linear_gluon_kernel, (min(tiles, _num_sms(a.device)),), args, meta
 
 
 def _linear(a, w, bias, c, epilogue, cfg, residual=None, split_k=1) -> None:
@@ -1411,8 +1625,8 @@ def _window_attention_launch(
 
 
 def gluon_attention_ok(device: torch.device) -> bool:
-    """Whether the Gluon attention runs for this device: an sm_90 GPU (compute capability 9.0) with Gluon in
-    Triton; on meta tensors (a build's recording) when the targeted architecture is sm_90a."""
+    """Whether the Gluon kernels (the attention, the GEMM) run for this device: an sm_90 GPU (compute capability
+    9.0) with Gluon in Triton; on meta tensors (a build's recording) when the targeted architecture is sm_90a."""
     if gluon is None:
         return False
     if device.type == "cuda":
@@ -1588,6 +1802,15 @@ def forward(
     gemm, attn_cfg = GEMM_CONFIGS[precision], ATTN_CONFIGS[precision]
     if precision == "fp16" and GLUON_ATTENTION is not None and gluon_attention_ok(hidden_states.device):
         attn_cfg = GLUON_ATTENTION
+    gluon_gemm = precision == "fp16" and GLUON_GEMM is not None and gluon_attention_ok(hidden_states.device)
+
+    def gemm_cfg(stage: str, rows: int) -> tuple:
+        """The stage's GEMM configuration for a launch of this many rows (GLUON_GEMM where it applies)."""
+        gelu_ok = stage != "mlp1" or (GELU_EPILOGUE == EPILOGUE_GELU and GELU_F16X2)
+        if gluon_gemm and gelu_ok and rows >= GLUON_GEMM_MIN_ROWS[stage]:
+            return GLUON_GEMM
+        return gemm[stage]
+
     batch, height, width, channels = hidden_states.shape
     if channels != HIDDEN:
         raise ValueError(f"hidden_states: expected {HIDDEN} channels, got {channels}")
@@ -1645,7 +1868,7 @@ def forward(
             _layernorm_launch(
                 x_c, layer_norm1_weight, layer_norm1_bias, eps, a, pad_row=True, convert=convert
             ),
-            _linear_launch(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, gemm["qkv"]),
+            _linear_launch(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, gemm_cfg("qkv", n + 1)),
             _window_attention_launch(
                 qkv, o, qkv_bias, rel_pos_h, rel_pos_w, t0, n, height, width, band0, band1 - band0, attn_cfg
             ),
@@ -1657,7 +1880,9 @@ def forward(
         for r0, r1 in subs:  # the MLP over row sub-chunks: h [r1 - r0, 3072] in qkv's space
             h = ws_big[h_base : h_base + (r1 - r0) * MLP_DIM].view(r1 - r0, MLP_DIM)
             out_s = out_c[r0:r1]
-            plan.append(_linear_launch(a2[r0:r1], w_mlp1, mlp_lin1_bias, h, GELU_EPILOGUE, gemm["mlp1"]))
+            plan.append(
+                _linear_launch(a2[r0:r1], w_mlp1, mlp_lin1_bias, h, GELU_EPILOGUE, gemm_cfg("mlp1", r1 - r0))
+            )
             if cublas:  # out_s already holds x1 + b2
                 plan.append((_addmm_step, None, (out_s, h, w_mlp2.t()), {}))
             else:
