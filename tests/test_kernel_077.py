@@ -557,7 +557,7 @@ def test_gluon_gemm_matches_triton_gpu(m, epilogue):
     w = (0.03 * torch.randn(n, kernel.HIDDEN, device="cuda", generator=gen)).half()
     bias = 0.3 * torch.randn(n, device="cuda", generator=gen)
     outs = []
-    for cfg in (kernel.GEMM_CONFIGS["fp16"]["qkv"], kernel.GLUON_GEMM):
+    for cfg in (kernel.GEMM_CONFIGS["fp16"]["qkv"], kernel.GLUON_GEMM["qkv"]):
         c = torch.full((m, n), math.nan, device="cuda", dtype=torch.float16)
         kernel._linear(a, w, bias, c, epilogue, cfg)
         outs.append(c.float())
@@ -571,10 +571,41 @@ def test_gluon_gemm_matches_triton_gpu(m, epilogue):
     assert (outs[1] - ref).abs().max().item() <= (outs[0] - ref).abs().max().item() + 2e-3
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
+@pytest.mark.parametrize("m", [1, 100, 4097, 33000])
+@pytest.mark.parametrize("with_bias2", [False, True], ids=["bias", "bias2"])
+def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2):
+    """The projection's Gluon GEMM (residual epilogue, fp32 output) against the Triton GEMM: A strided as o in
+    qkv's rows, every element written (NaN-poisoned output)."""
+    if not kernel.gluon_attention_ok(torch.device("cuda")):
+        pytest.skip("the Gluon GEMM runs on sm_90 only")
+    gen = torch.Generator(device="cuda").manual_seed(12)
+    qkv = torch.randn(m, kernel.QKV_DIM, device="cuda", generator=gen).half()
+    o = qkv[:, : kernel.HIDDEN]
+    w = (0.03 * torch.randn(kernel.HIDDEN, kernel.HIDDEN, device="cuda", generator=gen)).half()
+    bias, bias2 = 0.3 * torch.randn(2, kernel.HIDDEN, device="cuda", generator=gen)
+    x = torch.randn(m, kernel.HIDDEN, device="cuda", generator=gen)
+    b2 = bias2 if with_bias2 else None
+    outs = []
+    for cfg in (kernel.GEMM_CONFIGS["fp16"]["proj"], kernel.GLUON_GEMM["proj"]):
+        c = torch.full((m, kernel.HIDDEN), math.nan, device="cuda")
+        kernel._launch(
+            [kernel._linear_launch(o, w, bias, c, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=b2)]
+        )
+        outs.append(c)
+    torch.cuda.synchronize()
+    assert torch.isfinite(outs[1]).all()
+    ref = x + bias + (bias2 if with_bias2 else 0) + o.float() @ w.float().t()
+    assert (outs[1] - ref).abs().max().item() <= 1e-4
+    assert (outs[1] - outs[0]).abs().max().item() <= 1e-4
+
+
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("cfg", [("gluon", 208, 96, 96, 32), ("gluon", 224, 64, 64, 8)])
 def test_gluon_gemm_launch_carries_its_configuration(cfg):
-    """Every field of a Gluon GEMM configuration reaches the launch; other shapes and epilogues are refused."""
+    """Every field of a Gluon GEMM configuration reaches the launch (fp16 outputs and the residual epilogue);
+    other shapes and epilogues are refused."""
     a = torch.empty(300, kernel.HIDDEN, dtype=torch.float16, device="meta")
     w = torch.empty(kernel.MLP_DIM, kernel.HIDDEN, dtype=torch.float16, device="meta")
     c = torch.empty(300, kernel.MLP_DIM, dtype=torch.float16, device="meta")
@@ -585,14 +616,24 @@ def test_gluon_gemm_launch_carries_its_configuration(cfg):
     assert meta["GELU"] is True and [d.block_shape for d in args[:3]] == [[128, 64], [256, 64], [64, 256]]
     params = set(inspect.signature(fn.fn).parameters)
     assert set(meta) - {"num_warps", "launch_pdl"} <= params  # no keyword the kernel would reject
-    with pytest.raises(ValueError):  # an fp32 output (the residual GEMMs) is not the Gluon GEMM's
-        kernel._linear_launch(a, w, bias, c.float(), kernel.EPILOGUE_RESIDUAL, cfg, residual=c.float())
+    c32, x = (torch.empty(300, kernel.HIDDEN, device="meta") for _ in range(2))
+    w768 = w[: kernel.HIDDEN, :]
+    fn, grid, args, meta = kernel._linear_launch(
+        a, w768, bias, c32, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=bias
+    )
+    assert fn is kernel._linear_gluon_residual_kernel and meta["BIAS2"] is True and meta["ROWS"] == cfg[4]
+    assert [d.block_shape for d in args[:4]] == [[128, 64], [128, 64], [64, 128], [64, 128]]
+    assert grid == (min(3 * 6, kernel._num_sms(a.device)),)
+    with pytest.raises(ValueError):  # the residual in place (c itself) is the split-K GEMM's, not this one's
+        kernel._linear_launch(a, w768, bias, c32, kernel.EPILOGUE_RESIDUAL, cfg, residual=c32)
+    with pytest.raises(ValueError):  # an fp32 output without a residual
+        kernel._linear_launch(a, w, bias, c.float(), kernel.EPILOGUE_BIAS, cfg)
     with pytest.raises(ValueError):  # a configuration of another shape is refused, not half-used
         kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_GELU, (*cfg, 2))
 
 
 def test_gluon_gemm_takes_the_stages_it_is_meant_for(monkeypatch):
-    """On sm_90 (a build's recording for sm_90a) qkv runs the Gluon GEMM at any size and mlp1 from
+    """On sm_90 (a build's recording for sm_90a) qkv and proj run the Gluon GEMMs at any size and mlp1 from
     GLUON_GEMM_MIN_ROWS rows on; without GELU_F16X2 (the only GELU the Gluon epilogue has) mlp1 stays Triton."""
     pytest.importorskip("triton.experimental.gluon")
     monkeypatch.setenv(kernel.TARGET_ARCH_ENV, "sm_90a")
@@ -606,7 +647,9 @@ def test_gluon_gemm_takes_the_stages_it_is_meant_for(monkeypatch):
         launched = []
         kernel.forward(*args, 1e-6, torch.empty(1, 30, 300, 768, device="meta"))
         kinds = [(fn.__name__, kw.get("GELU")) for fn, grid, a, kw in launched if grid is not None]
-        assert kinds.count(("_linear_gluon_kernel", False)) == len(kernel.plan_scratch(1, 30, 300).chunks)
+        chunks = len(kernel.plan_scratch(1, 30, 300).chunks)
+        assert kinds.count(("_linear_gluon_kernel", False)) == chunks  # qkv
+        assert kinds.count(("_linear_gluon_residual_kernel", None)) == chunks  # proj
         mlp1 = kinds.count(("_linear_gluon_kernel", True))
         assert (mlp1 > 0) == bool(expect), (min_rows, f16x2, kinds)
 

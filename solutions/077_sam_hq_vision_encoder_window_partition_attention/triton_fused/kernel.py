@@ -103,13 +103,18 @@ ATTN_CONFIGS: dict[str, tuple] = {
 #: registers, loader registers) instead of ATTN_CONFIGS["fp16"], which stays for every other GPU
 #: (B200: sm_100 has no wgmma), the interpreter and tune.py's attention search. None: the tl kernel everywhere.
 GLUON_ATTENTION: tuple | None = ("gluon", 232, 40)
-#: fp16 on sm_90 with Gluon: the fp16-output GEMMs (qkv, mlp1) as the warp-specialized Gluon GEMM
-#: (`_linear_gluon_kernel`: ("gluon", consumer registers, epilogue registers, loader registers, rows per GELU
-#: pass)) where a launch has at least GLUON_GEMM_MIN_ROWS[stage] rows, the Triton GEMMs of GEMM_CONFIGS
-#: elsewhere; None: Triton everywhere. H200 (session 25, CUDA events, L2 flushed): qkv 0.170 against 0.179 ms at
-#: 32768 rows, 0.662 against 0.686 at 131072; mlp1 0.245 against 0.261 at 32768, but 0.040 against 0.037 at 4097.
-GLUON_GEMM: tuple | None = ("gluon", 216, 80, 80, 16)
-GLUON_GEMM_MIN_ROWS: dict[str, int] = {"qkv": 0, "mlp1": 8192}
+#: fp16 on sm_90 with Gluon: the GEMMs of the stages named here as warp-specialized Gluon GEMMs (qkv, mlp1:
+#: `_linear_gluon_kernel`; proj: `_linear_gluon_residual_kernel`; ("gluon", consumer registers, epilogue
+#: registers, loader registers, rows per epilogue pass)) where a launch has at least GLUON_GEMM_MIN_ROWS[stage]
+#: rows, the Triton GEMMs of GEMM_CONFIGS elsewhere; None: Triton everywhere. H200 (session 25, CUDA events, L2
+#: flushed): qkv 0.170 against 0.179 ms at 32768 rows, 0.662 against 0.686 at 131072; mlp1 0.245 against 0.261
+#: at 32768, but 0.040 against 0.037 at 4097.
+GLUON_GEMM: dict[str, tuple] | None = {
+    "qkv": ("gluon", 216, 80, 80, 16),
+    "mlp1": ("gluon", 216, 80, 80, 16),
+    "proj": ("gluon", 216, 80, 80, 8),
+}
+GLUON_GEMM_MIN_ROWS: dict[str, int] = {"qkv": 0, "mlp1": 8192, "proj": 0}
 #: The CPU path (interpreter; `solbench build`'s recording on meta tensors) plans for the GPU this environment
 #: variable names (the harness sets it per architecture it builds for).
 TARGET_ARCH_ENV = "SOLBENCH_TARGET_ARCH"
@@ -1133,10 +1138,11 @@ if gluon is not None:
 
     @gluon.jit
     def _gg_consumer(
-        a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, M, N: gl.constexpr, K: gl.constexpr,
-        GROUP_M: gl.constexpr, STAGES: gl.constexpr, WG: gl.constexpr,
+        a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias2_ptr, M, N: gl.constexpr, K: gl.constexpr,
+        GROUP_M: gl.constexpr, STAGES: gl.constexpr, WG: gl.constexpr, BIAS2: gl.constexpr,
     ):  # fmt: skip
-        """One warpgroup: rows WG * 64 .. + 63 of every tile; fp16(bias + a w^T) into its epilogue buffer."""
+        """One warpgroup: rows WG * 64 .. + 63 of every tile; bias (+ bias2) + a w^T into its epilogue buffer, in
+        the buffer's dtype."""
         BM: gl.constexpr = a_s.shape[1]
         BN: gl.constexpr = b_s.shape[1]
         BK: gl.constexpr = a_s.shape[2]
@@ -1148,7 +1154,10 @@ if gluon is not None:
         t = 0
         for tile in range(gl.program_id(0), gl.cdiv(M, BM) * (N // BN), gl.num_programs(0)):
             off_m, off_n = _gg_coords(tile, M, N, BM, BN, GROUP_M)
-            bias = gl.load(bias_ptr + off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_l)))
+            cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_l))
+            bias = gl.load(bias_ptr + cols)
+            if BIAS2:
+                bias += gl.load(bias2_ptr + cols)
             acc = gl.zeros([HM, BN], gl.float32, acc_l) + gl.expand_dims(bias, 0)
             for kk in range(K // BK):
                 s = c % STAGES
@@ -1162,7 +1171,7 @@ if gluon is not None:
             acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
             _gl_bar.arrive(empty.index((c + STAGES - 1) % STAGES))
             _gl_bar.wait(e_free.index(WG), (t & 1) ^ 1)
-            e_s.index(WG).store(acc.to(gl.float16))
+            e_s.index(WG).store(acc.to(e_s.dtype))
             _gl_fence()  # for the TMA store (async proxy)
             _gl_sync()  # every thread's part is written
             _gl_bar.arrive(e_ready.index(WG))
@@ -1243,13 +1252,119 @@ if gluon is not None:
             [
                 (
                     _gg_consumer,
-                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, M, N, K, GROUP_M, STAGES, 0),
+                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M, STAGES,
+                     0, False),
                 ),
                 (
                     _gg_consumer,
-                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, M, N, K, GROUP_M, STAGES, 1),
+                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M, STAGES,
+                     1, False),
                 ),
                 (_gg_epilogue, (c_desc, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2)),
+                (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
+            ],
+            [4, 2, 1],
+            [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS],
+        )  # fmt: skip
+
+    @gluon.jit
+    def _gg_epilogue_residual(
+        c_desc, x_desc, e_s, x_s, e_ready, e_free, x_ready, M, N: gl.constexpr, GROUP_M: gl.constexpr,
+        ROWS: gl.constexpr, WARPS: gl.constexpr,
+    ):  # fmt: skip
+        """WARPS warps: each tile's two fp32 halves plus the residual's rows (x, brought in by TMA one tile
+        ahead), in place, then a TMA store."""
+        HM: gl.constexpr = c_desc.block_type.shape[0]
+        BN: gl.constexpr = c_desc.block_type.shape[1]
+        blk: gl.constexpr = gl.BlockedLayout([1, 4], [2, 16], [WARPS, 1], [1, 0])
+        first = gl.program_id(0)
+        n_tiles = gl.cdiv(M, 2 * HM) * (N // BN)
+        if first < n_tiles:  # the first tile's residual
+            off_m, off_n = _gg_coords(first, M, N, 2 * HM, BN, GROUP_M)
+            for h in gl.static_range(2):
+                _gl_bar.expect(x_ready.index(h), x_desc.block_type.nbytes)
+                _gl_tma_load(x_desc, [off_m + h * HM, off_n], x_ready.index(h), x_s.index(h))
+        t = 0
+        for tile in range(first, n_tiles, gl.num_programs(0)):
+            off_m, off_n = _gg_coords(tile, M, N, 2 * HM, BN, GROUP_M)
+            nxt = tile + gl.num_programs(0)
+            nxt_m, nxt_n = _gg_coords(nxt, M, N, 2 * HM, BN, GROUP_M)
+            for h in gl.static_range(2):
+                buf = e_s.index(h)
+                _gl_bar.wait(x_ready.index(h), t & 1)
+                _gl_bar.wait(e_ready.index(h), t & 1)
+                for r in gl.static_range(HM // ROWS):
+                    v = buf.slice(ROWS * r, ROWS).load(blk) + x_s.index(h).slice(ROWS * r, ROWS).load(blk)
+                    buf.slice(ROWS * r, ROWS).store(v)
+                _gl_fence()  # this thread's generic accesses before the async proxy's (TMA load into x_s, store)
+                _gl_sync()  # every thread has read x_s[h] and written its part of buf
+                if nxt < n_tiles:  # the next tile's residual rows, in flight during its products
+                    _gl_bar.expect(x_ready.index(h), x_desc.block_type.nbytes)
+                    _gl_tma_load(x_desc, [nxt_m + h * HM, nxt_n], x_ready.index(h), x_s.index(h))
+                _gl_tma_store(c_desc, [off_m + h * HM, off_n], buf)  # rows past M are clipped
+            _gl_tma.store_wait(1)
+            _gl_bar.arrive(e_free.index(0))
+            _gl_tma.store_wait(0)
+            _gl_bar.arrive(e_free.index(1))
+            t += 1
+
+    @gluon.jit(do_not_specialize=["M"])
+    def _linear_gluon_residual_kernel(
+        a_desc,  # [M, K] fp16, block [128, 64]
+        w_desc,  # [N, K] fp16, block [128, 64]
+        c_desc,  # [M, N] fp32, block [64, 128]: the output
+        x_desc,  # [M, N] fp32, block [64, 128]: the residual
+        bias_ptr,  # [N] fp32
+        bias2_ptr,  # [N] fp32 (BIAS2)
+        M,
+        N: gl.constexpr,
+        K: gl.constexpr,
+        BIAS2: gl.constexpr = False,
+        GROUP_M: gl.constexpr = 8,
+        STAGES: gl.constexpr = 3,
+        CONSUMER_REGS: gl.constexpr = 216,
+        EPILOGUE_REGS: gl.constexpr = 80,
+        LOADER_REGS: gl.constexpr = 80,
+        ROWS: gl.constexpr = 8,
+        PDL: gl.constexpr = 0,
+    ):  # fmt: skip
+        """c = x + bias (+ bias2) + a w^T, fp32 c and x, on sm_90: _linear_gluon_kernel's partitions with 128 x
+        128 tiles and a residual epilogue; shared memory: the ring (STAGES x 32 KB), two [64, 128] fp32 halves
+        of the tile and two of the residual (128 KB)."""
+        BM: gl.constexpr = a_desc.block_type.shape[0]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        BN: gl.constexpr = w_desc.block_type.shape[0]
+        a_s = gl.allocate_shared_memory(gl.float16, [STAGES, BM, BK], a_desc.layout)
+        b_s = gl.allocate_shared_memory(gl.float16, [STAGES, BN, BK], w_desc.layout)
+        e_s = gl.allocate_shared_memory(gl.float32, [2, BM // 2, BN], c_desc.layout)
+        x_s = gl.allocate_shared_memory(gl.float32, [2, BM // 2, BN], x_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], _gl_bar.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], _gl_bar.MBarrierLayout())
+        e_ready = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
+        e_free = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
+        x_ready = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            _gl_bar.init(ready.index(i), count=1)
+            _gl_bar.init(empty.index(i), count=2)  # both consumer warpgroups
+        for i in gl.static_range(2):
+            _gl_bar.init(e_ready.index(i), count=1)
+            _gl_bar.init(e_free.index(i), count=1)
+            _gl_bar.init(x_ready.index(i), count=1)
+        _gl_fence()
+        gl.warp_specialize(
+            [
+                (
+                    _gg_consumer,
+                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias2_ptr, M, N, K, GROUP_M, STAGES,
+                     0, BIAS2),
+                ),
+                (
+                    _gg_consumer,
+                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias2_ptr, M, N, K, GROUP_M, STAGES,
+                     1, BIAS2),
+                ),
+                (_gg_epilogue_residual, (c_desc, x_desc, e_s, x_s, e_ready, e_free, x_ready, M, N, GROUP_M,
+                                         ROWS, 2)),
                 (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
             ],
             [4, 2, 1],
@@ -1475,7 +1590,7 @@ def _linear_launch(
     bias2: torch.Tensor | None = None,  # [N] fp32, EPILOGUE_RESIDUAL: added with bias
 ) -> Launch:
     if cfg[0] == "gluon":
-        return _gluon_linear_launch(a, w, bias, c, epilogue, cfg)
+        return _gluon_linear_launch(a, w, bias, c, epilogue, cfg, residual, bias2)
     kind, block_m, block_n, block_k, group_m, warps, stages = cfg[:7]
     m, k = a.shape
     n = w.shape[0]
@@ -1528,31 +1643,52 @@ def _gluon_linear_launch(
     a: torch.Tensor,  # [M, K] fp16
     w: torch.Tensor,  # [N, K] fp16
     bias: torch.Tensor,  # [N] fp32
-    c: torch.Tensor,  # [M, N] fp16
+    c: torch.Tensor,  # [M, N] fp16 (EPILOGUE_BIAS, EPILOGUE_GELU) or fp32 (EPILOGUE_RESIDUAL)
     epilogue: int,
-    cfg: tuple,  # GLUON_GEMM
+    cfg: tuple,  # GLUON_GEMM[stage]
+    residual: torch.Tensor | None = None,  # [M, N] fp32, EPILOGUE_RESIDUAL (not c itself)
+    bias2: torch.Tensor | None = None,  # [N] fp32, EPILOGUE_RESIDUAL: added with bias
 ) -> Launch:
-    """The Gluon GEMM's launch (sm_90): EPILOGUE_BIAS, or EPILOGUE_GELU as GELU_F16X2 computes it."""
+    """A Gluon GEMM's launch (sm_90): EPILOGUE_BIAS, EPILOGUE_GELU as GELU_F16X2 computes it (fp16 c, 128 x 256
+    tiles), or EPILOGUE_RESIDUAL (fp32 c, 128 x 128 tiles)."""
     _, consumer_regs, epilogue_regs, loader_regs, rows = cfg
     m, k = a.shape
     n = w.shape[0]
-    if epilogue not in (EPILOGUE_BIAS, EPILOGUE_GELU) or c.dtype != torch.float16 or a.dtype != torch.float16:
+    residual_ok = (
+        residual is not None
+        and residual.dtype == c.dtype == torch.float32
+        and residual.shape == c.shape
+        and residual is not c
+        and (residual.device.type == "meta" or residual.data_ptr() != c.data_ptr())  # (meta: address 0)
+    )
+    fp16_ok = residual is None and bias2 is None and c.dtype == torch.float16
+    if a.dtype != torch.float16 or not (
+        (epilogue in (EPILOGUE_BIAS, EPILOGUE_GELU) and fp16_ok)
+        or (epilogue == EPILOGUE_RESIDUAL and residual_ok)
+    ):
         raise ValueError(
-            "the Gluon GEMM takes fp16 operands, an fp16 output and EPILOGUE_BIAS or EPILOGUE_GELU"
+            "the Gluon GEMM takes fp16 operands and EPILOGUE_BIAS / EPILOGUE_GELU with an fp16 output or "
+            "EPILOGUE_RESIDUAL with an fp32 output and a separate fp32 residual"
         )
-    if n % 256 or k % 64:
-        raise ValueError(f"Gluon GEMM {m}x{n}x{k}: N must be a multiple of 256, K of 64")
+    block_n = 128 if epilogue == EPILOGUE_RESIDUAL else 256
+    if n % block_n or k % 64:
+        raise ValueError(f"Gluon GEMM {m}x{n}x{k}: N must be a multiple of {block_n}, K of 64")
 
     def desc(t: torch.Tensor, block: list[int]):
-        return _GlDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, gl.float16))
+        dtype = gl.float16 if t.dtype == torch.float16 else gl.float32
+        return _GlDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
 
-    tiles = triton.cdiv(m, 128) * (n // 256)
-    args = (desc(a, [128, 64]), desc(w, [256, 64]), desc(c, [64, 256]), bias, m, n, k)
+    tiles = triton.cdiv(m, 128) * (n // block_n)
+    grid = (min(tiles, _num_sms(a.device)),)
     meta = dict(
-        GELU=epilogue == EPILOGUE_GELU, CONSUMER_REGS=consumer_regs, EPILOGUE_REGS=epilogue_regs,
-        LOADER_REGS=loader_regs, ROWS=rows, num_warps=4, **_pdl_meta(a.device),
+        CONSUMER_REGS=consumer_regs, EPILOGUE_REGS=epilogue_regs, LOADER_REGS=loader_regs, ROWS=rows, num_warps=4,
+        **_pdl_meta(a.device),
     )  # fmt: skip
-    return _linear_gluon_kernel, (min(tiles, _num_sms(a.device)),), args, meta
+    operands = (desc(a, [128, 64]), desc(w, [block_n, 64]), desc(c, [64, block_n]))
+    if epilogue == EPILOGUE_RESIDUAL:
+        args = (*operands, desc(residual, [64, block_n]), bias, bias if bias2 is None else bias2, m, n, k)
+        return _linear_gluon_residual_kernel, grid, args, {**meta, "BIAS2": bias2 is not None}
+    return _linear_gluon_kernel, grid, (*operands, bias, m, n, k), {**meta, "GELU": epilogue == EPILOGUE_GELU}
 
 
 def _linear(a, w, bias, c, epilogue, cfg, residual=None, split_k=1) -> None:
@@ -1807,8 +1943,8 @@ def forward(
     def gemm_cfg(stage: str, rows: int) -> tuple:
         """The stage's GEMM configuration for a launch of this many rows (GLUON_GEMM where it applies)."""
         gelu_ok = stage != "mlp1" or (GELU_EPILOGUE == EPILOGUE_GELU and GELU_F16X2)
-        if gluon_gemm and gelu_ok and rows >= GLUON_GEMM_MIN_ROWS[stage]:
-            return GLUON_GEMM
+        if gluon_gemm and gelu_ok and stage in GLUON_GEMM and rows >= GLUON_GEMM_MIN_ROWS[stage]:
+            return GLUON_GEMM[stage]
         return gemm[stage]
 
     batch, height, width, channels = hidden_states.shape
@@ -1873,7 +2009,7 @@ def forward(
                 qkv, o, qkv_bias, rel_pos_h, rel_pos_w, t0, n, height, width, band0, band1 - band0, attn_cfg
             ),
             _linear_launch(
-                o, w_proj, proj_bias, out_c, EPILOGUE_RESIDUAL, gemm["proj"], residual=x_c, bias2=b2
+                o, w_proj, proj_bias, out_c, EPILOGUE_RESIDUAL, gemm_cfg("proj", n), residual=x_c, bias2=b2
             ),
             _layernorm_launch(out_c, layer_norm2_weight, layer_norm2_bias, eps, a2, shift=b2),
         ]
