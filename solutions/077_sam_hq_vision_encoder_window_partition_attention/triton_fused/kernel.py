@@ -1209,6 +1209,22 @@ if gluon is not None:
             _gl_bar.arrive(e_free.index(1))
             t += 1
 
+    @gluon.jit
+    def _gg_barriers(N: gl.constexpr, COUNT: gl.constexpr):
+        """N mbarriers, each completing a phase after COUNT arrivals."""
+        bars = gl.allocate_shared_memory(gl.int64, [N, 1], _gl_bar.MBarrierLayout())
+        for i in gl.static_range(N):
+            _gl_bar.init(bars.index(i), count=COUNT)
+        return bars
+
+    @gluon.jit
+    def _gg_ring(a_desc, w_desc, STAGES: gl.constexpr):
+        """The loader's ring: STAGES A and W tiles; per stage a `ready` barrier (the TMA's bytes) and an `empty`
+        one (both consumer warpgroups)."""
+        a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
+        b_s = gl.allocate_shared_memory(w_desc.dtype, [STAGES] + w_desc.block_type.shape, w_desc.layout)
+        return a_s, b_s, _gg_barriers(STAGES, 1), _gg_barriers(STAGES, 2)
+
     @gluon.jit(do_not_specialize=["M"])
     def _linear_gluon_kernel(
         a_desc,  # [M, K] fp16, block [128, 64]
@@ -1229,22 +1245,10 @@ if gluon is not None:
     ):  # fmt: skip
         """c = act(a w^T + bias) on sm_90 (see above): 4 + 4 consumer warps, 2 epilogue warps, 1 loader warp;
         shared memory: the ring (STAGES x 48 KB) and the two [64, 256] epilogue buffers (64 KB)."""
-        BM: gl.constexpr = a_desc.block_type.shape[0]
-        BK: gl.constexpr = a_desc.block_type.shape[1]
-        BN: gl.constexpr = w_desc.block_type.shape[0]
-        a_s = gl.allocate_shared_memory(gl.float16, [STAGES, BM, BK], a_desc.layout)
-        b_s = gl.allocate_shared_memory(gl.float16, [STAGES, BN, BK], w_desc.layout)
-        e_s = gl.allocate_shared_memory(gl.float16, [2, BM // 2, BN], c_desc.layout)
-        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], _gl_bar.MBarrierLayout())
-        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], _gl_bar.MBarrierLayout())
-        e_ready = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
-        e_free = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
-        for i in gl.static_range(STAGES):
-            _gl_bar.init(ready.index(i), count=1)
-            _gl_bar.init(empty.index(i), count=2)  # both consumer warpgroups
-        for i in gl.static_range(2):
-            _gl_bar.init(e_ready.index(i), count=1)
-            _gl_bar.init(e_free.index(i), count=1)
+        a_s, b_s, ready, empty = _gg_ring(a_desc, w_desc, STAGES)
+        e_s = gl.allocate_shared_memory(gl.float16, [2] + c_desc.block_type.shape, c_desc.layout)
+        e_ready = _gg_barriers(2, 1)
+        e_free = _gg_barriers(2, 1)
         _gl_fence()
         # the argument tuples are written out in the call (a tuple held in a variable turns its constexprs into
         # tensors in Triton 3.6)
@@ -1331,25 +1335,12 @@ if gluon is not None:
         """c = x + bias (+ bias2) + a w^T, fp32 c and x, on sm_90: _linear_gluon_kernel's partitions with 128 x
         128 tiles and a residual epilogue; shared memory: the ring (STAGES x 32 KB), two [64, 128] fp32 halves
         of the tile and two of the residual (128 KB)."""
-        BM: gl.constexpr = a_desc.block_type.shape[0]
-        BK: gl.constexpr = a_desc.block_type.shape[1]
-        BN: gl.constexpr = w_desc.block_type.shape[0]
-        a_s = gl.allocate_shared_memory(gl.float16, [STAGES, BM, BK], a_desc.layout)
-        b_s = gl.allocate_shared_memory(gl.float16, [STAGES, BN, BK], w_desc.layout)
-        e_s = gl.allocate_shared_memory(gl.float32, [2, BM // 2, BN], c_desc.layout)
-        x_s = gl.allocate_shared_memory(gl.float32, [2, BM // 2, BN], x_desc.layout)
-        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], _gl_bar.MBarrierLayout())
-        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], _gl_bar.MBarrierLayout())
-        e_ready = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
-        e_free = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
-        x_ready = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())
-        for i in gl.static_range(STAGES):
-            _gl_bar.init(ready.index(i), count=1)
-            _gl_bar.init(empty.index(i), count=2)  # both consumer warpgroups
-        for i in gl.static_range(2):
-            _gl_bar.init(e_ready.index(i), count=1)
-            _gl_bar.init(e_free.index(i), count=1)
-            _gl_bar.init(x_ready.index(i), count=1)
+        a_s, b_s, ready, empty = _gg_ring(a_desc, w_desc, STAGES)
+        e_s = gl.allocate_shared_memory(gl.float32, [2] + c_desc.block_type.shape, c_desc.layout)
+        x_s = gl.allocate_shared_memory(gl.float32, [2] + x_desc.block_type.shape, x_desc.layout)
+        e_ready = _gg_barriers(2, 1)
+        e_free = _gg_barriers(2, 1)
+        x_ready = _gg_barriers(2, 1)
         _gl_fence()
         gl.warp_specialize(
             [
