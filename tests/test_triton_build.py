@@ -191,6 +191,31 @@ def test_capture_of_075_rejects_an_unknown_target(monkeypatch):
         capture_solution(folder, workloads=load_task("075").workloads[:1])
 
 
+def test_descriptors_are_recorded_and_rebuilt_with_their_kind_and_layout():
+    """A Triton TensorDescriptor and a Gluon one (which carries its shared-memory layout) survive the record /
+    rebuild round trip the child build process relies on, each as its own class."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from harness.aot import _describe, _rebuild
+
+    t = torch.empty(300, 768, dtype=torch.float16)
+    tl_desc = TensorDescriptor.from_tensor(t, [128, 64])
+    arg = _describe(tl_desc)
+    back = _rebuild(arg)
+    assert arg.kind == "desc" and type(back) is TensorDescriptor
+    assert (back.shape, back.strides, back.block_shape) == ([300, 768], [768, 1], [128, 64])
+    gluon = pytest.importorskip("triton.experimental.gluon")
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+
+    layout = gluon.language.NVMMASharedLayout.get_default_for([64, 256], gluon.language.float16)
+    g_desc = GluonDescriptor.from_tensor(t[:, :512], [64, 256], layout)
+    arg = _describe(g_desc)
+    back = _rebuild(arg)
+    assert arg.kind == "gdesc" and type(back) is GluonDescriptor and back.layout == layout
+    assert (list(back.shape), list(back.strides), list(back.block_shape)) == ([300, 512], [768, 1], [64, 256])
+    assert back.base.dtype == torch.float16
+
+
 def test_capture_needs_the_interpreter(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1"):
