@@ -522,7 +522,7 @@ def test_gluon_attention_matches_tl_gpu(batch, height, width, band0, n_bands):
     """The Gluon attention (sm_90) against the tl kernel on one chunk's qkv: padded keys, slots outside the
     window, image edges, a chunk starting at band0 > 0 (tok0 > 0); every real query written (NaN-poisoned o).
     forward() runs it with o in place of q (test_odd_images_gpu)."""
-    if not kernel.gluon_attention_ok(torch.device("cuda")):
+    if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon attention runs on sm_90 only")
     n_wh = math.ceil(height / 14)
     rows = [min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0, band0 + n_bands)]
@@ -552,7 +552,7 @@ def test_gluon_gemm_matches_triton_gpu(m, epilogue):
     """The Gluon GEMM (sm_90) against the Triton GEMM it replaces: rows below one tile, a partial last tile,
     several tiles per program; every element written (NaN-poisoned output); the GELU in packed fp16 as the
     Triton epilogue computes it."""
-    if not kernel.gluon_attention_ok(torch.device("cuda")):
+    if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon GEMM runs on sm_90 only")
     gen = torch.Generator(device="cuda").manual_seed(11)
     n = kernel.MLP_DIM if epilogue == kernel.EPILOGUE_GELU else kernel.QKV_DIM
@@ -581,7 +581,7 @@ def test_gluon_gemm_matches_triton_gpu(m, epilogue):
 def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2):
     """The projection's Gluon GEMM (residual epilogue, fp32 output) against the Triton GEMM: A strided as o in
     qkv's rows, every element written (NaN-poisoned output)."""
-    if not kernel.gluon_attention_ok(torch.device("cuda")):
+    if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon GEMM runs on sm_90 only")
     gen = torch.Generator(device="cuda").manual_seed(12)
     qkv = torch.randn(m, kernel.QKV_DIM, device="cuda", generator=gen).half()

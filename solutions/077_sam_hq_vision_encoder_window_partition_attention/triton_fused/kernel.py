@@ -1751,7 +1751,7 @@ def _window_attention_launch(
     return _window_attention_kernel, grid, args, {**meta, **_pdl_meta(qkv.device)}
 
 
-def gluon_attention_ok(device: torch.device) -> bool:
+def gluon_sm90_ok(device: torch.device) -> bool:
     """Whether the Gluon kernels (the attention, the GEMM) run for this device: an sm_90 GPU (compute capability
     9.0) with Gluon in Triton; on meta tensors (a build's recording) when the targeted architecture is sm_90a."""
     if gluon is None:
@@ -1927,9 +1927,9 @@ def forward(
         raise ValueError("output: expected a contiguous tensor")
     op_dtype = torch.float32 if precision == "tf32" else torch.float16
     gemm, attn_cfg = GEMM_CONFIGS[precision], ATTN_CONFIGS[precision]
-    if precision == "fp16" and GLUON_ATTENTION is not None and gluon_attention_ok(hidden_states.device):
+    if precision == "fp16" and GLUON_ATTENTION is not None and gluon_sm90_ok(hidden_states.device):
         attn_cfg = GLUON_ATTENTION
-    gluon_gemm = precision == "fp16" and GLUON_GEMM is not None and gluon_attention_ok(hidden_states.device)
+    gluon_gemm = precision == "fp16" and GLUON_GEMM is not None and gluon_sm90_ok(hidden_states.device)
 
     def gemm_cfg(stage: str, rows: int) -> tuple:
         """The stage's GEMM configuration for a launch of this many rows (GLUON_GEMM where it applies)."""
