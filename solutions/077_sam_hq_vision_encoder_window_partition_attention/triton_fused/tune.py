@@ -11,7 +11,9 @@ Phases (about 1.5 minutes on an H200, Triton compilation included):
      conversion), the four Triton GEMMs (the MLP down-projection's config applies with MLP2_GEMM "triton";
      the default runs it on cuBLAS), the window attention (the tl kernel: ATTN_CONFIGS["fp16"], what
      sm_100 and the fallback run; the Gluon attention that sm_90 runs, GLUON_ATTENTION, is not searched here,
-     and steps 2 and 3 run it on an H200 as forward() does);
+     and steps 2 and 3 run it on an H200 as forward() does). Likewise the Gluon GEMMs (GLUON_GEMM: qkv, proj,
+     and mlp1 from GLUON_GEMM_MIN_ROWS rows on sm_90) are not searched, and on an H200 steps 2 and 3 run them
+     in place of the searched Triton GEMMs of those stages (compare those with --ab 'tri={"GLUON_GEMM": null}');
   2. end to end, the stage winners ("new") on all 16 official workloads (seed 200, inputs the official way,
      compute_error_stats): accepted when every workload passes with >= 99.99 % matched; otherwise the
      last measured configuration ("prev": the current defaults), then the first committed one ("orig":
