@@ -548,12 +548,14 @@ def test_gluon_attention_matches_tl_gpu(batch, height, width, band0, n_bands):
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 @pytest.mark.parametrize("m", [1, 100, 4097, 33000])
 @pytest.mark.parametrize("epilogue", [kernel.EPILOGUE_BIAS, kernel.EPILOGUE_GELU], ids=["bias", "gelu"])
-def test_gluon_gemm_matches_triton_gpu(m, epilogue):
+@pytest.mark.parametrize("direct", [False, True], ids=["tma-store", "direct-store"])
+def test_gluon_gemm_matches_triton_gpu(m, epilogue, direct, monkeypatch):
     """The Gluon GEMM (sm_90) against the Triton GEMM it replaces: rows below one tile, a partial last tile,
     several tiles per program; every element written (NaN-poisoned output); the GELU in packed fp16 as the
-    Triton epilogue computes it."""
+    Triton epilogue computes it; the rows stored by TMA or from registers (GLUON_GEMM_DIRECT_STORE)."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon GEMM runs on sm_90 only")
+    monkeypatch.setattr(kernel, "GLUON_GEMM_DIRECT_STORE", direct)
     gen = torch.Generator(device="cuda").manual_seed(11)
     n = kernel.MLP_DIM if epilogue == kernel.EPILOGUE_GELU else kernel.QKV_DIM
     a = torch.randn(m, kernel.HIDDEN, device="cuda", generator=gen).half()
@@ -617,6 +619,7 @@ def test_gluon_gemm_launch_carries_its_configuration(cfg):
     assert fn is kernel._linear_gluon_kernel and grid == (min(3 * 12, kernel._num_sms(a.device)),)
     assert (meta["CONSUMER_REGS"], meta["EPILOGUE_REGS"], meta["LOADER_REGS"], meta["ROWS"]) == cfg[1:]
     assert meta["GELU"] is True and [d.block_shape for d in args[:3]] == [[128, 64], [256, 64], [64, 256]]
+    assert args[3] is c and meta["DIRECT"] is kernel.GLUON_GEMM_DIRECT_STORE
     params = set(inspect.signature(fn.fn).parameters)
     assert set(meta) - {"num_warps", "launch_pdl"} <= params  # no keyword the kernel would reject
     c32, x = (torch.empty(300, kernel.HIDDEN, device="meta") for _ in range(2))
