@@ -1102,8 +1102,8 @@ if gluon is not None:
     # packed fp16, GELU_F16X2). Per program (persistent over 128 x 256 tiles, GROUP_M order as _tile_coords):
     # a loader warp streams [128, 64] A and [256, 64] W tiles into a ring by TMA; two consumer warpgroups take
     # the tile's rows 0-63 and 64-127 (their accumulators start at the bias) and hand fp16 halves to an
-    # epilogue warp pair through shared memory, which applies the GELU and stores them by TMA while the
-    # consumers run the next tile's products (session 25).
+    # epilogue warp pair through shared memory, which applies the GELU and stores them (from its registers with
+    # GLUON_GEMM_DIRECT_STORE, else by TMA) while the consumers run the next tile's products (session 25).
 
     @gluon.jit
     def _gg_coords(tile, M, N: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, GROUP_M: gl.constexpr):
