@@ -24,6 +24,8 @@ T tokens, seven launches, all prepared before the first one is issued (fp16, COM
     7. out + h W2^T                -> out            in place, by cuBLAS (torch.addmm, fp16 operands, fp32
                                                      result; MLP2_GEMM). With MLP2_GEMM "triton": 4 adds bp
                                                      only, 5 is LN2(out), 7 a Triton GEMM adding b2
+On sm_90 with Gluon, 2, 4 and 6 (6 from GLUON_GEMM_MIN_ROWS rows) are warp-specialized Gluon GEMMs
+(GLUON_GEMM: `_linear_gluon_kernel`, `_linear_gluon_residual_kernel`), Triton GEMMs elsewhere.
 With the MLP split (plan_scratch), 6 and 7 run per row sub-chunk (h [T / 2, 3072]: a2 + h fit in qkv's
 space, 4.5 KB of scratch per chunk token). tf32 (and a pointer-GEMM projection) keep a separate `a`
 buffer [T + 1, 768] for LN1's rows, o and LN2's rows, and h in qkv's space.
