@@ -825,6 +825,75 @@ def test_direct_launch_passes_every_parameter_in_order(monkeypatch):
         kernel._launch([(fake, (1,), (x, 1, 0.5), {})])
 
 
+def test_raw_launch_calls_the_c_launch_with_prepared_arguments(monkeypatch):
+    # with a raw launcher (Triton 3.6's C launch behind the compiled kernel's launcher), each launch calls it with
+    # the grid, the stream, the launcher's head arguments and the kernel's parameters: the runner is not called
+    calls, grids, raw_calls = [], [], []
+    fake = _FakeJit(_fake_kernel, calls, grids)
+    x = torch.zeros(8)
+    plan = [(fake, (5,), (x, 9, 0.5), dict(BLOCK=64, num_warps=4)), (torch.Tensor.zero_, None, (x,), {})]
+
+    def c_launch(*args):
+        raw_calls.append(args)
+
+    head = ("function", False, True, None, None, (4, 1, 0), None, None, None)
+    monkeypatch.setattr(kernel, "_direct_launch_ok", lambda plan: True)
+    monkeypatch.setattr(kernel, "_RUNNERS", {})
+    raw = lambda compiled, grid3: (c_launch, grid3, head, frozenset(), [])  # noqa: E731
+    monkeypatch.setattr(kernel, "_raw_launcher", raw)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: types.SimpleNamespace(cuda_stream=1234))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(kernel, "_raw_launch_ok", lambda: True)
+    kernel._launch(plan)
+    assert calls == [] and raw_calls == [(5, 1, 1, 1234, *head, x.data_ptr(), 9, 0.5, 64, 3, 7)]
+    monkeypatch.setattr(kernel, "_raw_launch_ok", lambda: False)  # a launch hook set, or another Triton
+    kernel._launch(plan)
+    assert len(raw_calls) == 1 and calls == [((5, 1, 1), (x.data_ptr(), 9, 0.5, 64, 3, 7), 1234)]
+
+
+def test_raw_launch_expands_descriptors_before_the_call(monkeypatch):
+    import triton.backends.nvidia.driver as nvdriver
+
+    base = torch.zeros(4, 8)
+    desc = kernel.TensorDescriptor.from_tensor(base, [2, 8])
+    seen = []
+
+    def expand(arg, meta):  # as Triton 3.6's make_tensordesc_arg: an encoded map or the base, shape, strides
+        seen.append((arg, meta))
+        return [arg.base, *arg.shape, *arg.strides]
+
+    monkeypatch.setattr(nvdriver, "make_tensordesc_arg", expand)
+    raw = ("launch", (3, 1, 1), ("head",), frozenset({1}), ["meta"])
+    launch, grid, args = kernel._raw_parts(raw, [7, desc, 0.5])
+    assert (launch, grid) == ("launch", (3, 1, 1))
+    assert args == ("head", 7, base.data_ptr(), 4, 8, 8, 1, 0.5)  # tensors as their addresses
+    assert seen == [(desc, "meta")]
+
+
+def test_raw_launch_only_where_checked(monkeypatch):
+    class Hooks:
+        def __init__(self, calls):
+            self.calls = calls
+
+    runtime = types.SimpleNamespace(launch_enter_hook=Hooks([]), launch_exit_hook=None)
+    monkeypatch.setattr(kernel.triton, "knobs", types.SimpleNamespace(runtime=runtime))
+    for version, ok in (((3, 6), True), ((3, 7), False), ((3, 9), False)):
+        monkeypatch.setattr(kernel, "_TRITON_VERSION", version)
+        assert kernel._raw_launch_ok() == ok, version
+        if not ok:
+            assert kernel._raw_launcher(object(), (1, 1, 1)) is None
+    monkeypatch.setattr(kernel, "_TRITON_VERSION", (3, 6))
+    assert kernel._raw_launcher(object(), (1, 1, 1)) is None  # no CudaLauncher behind it
+    runtime.launch_enter_hook = Hooks([print])  # a tool's hook: Triton's launch calls it, a raw one would not
+    assert not kernel._raw_launch_ok()
+    runtime.launch_enter_hook, runtime.launch_exit_hook = None, print  # a plain callable as a hook
+    assert not kernel._raw_launch_ok()
+    runtime.launch_exit_hook = None
+    assert kernel._raw_launch_ok()
+    monkeypatch.setattr(kernel, "RAW_LAUNCH", False)
+    assert not kernel._raw_launch_ok()
+
+
 def test_direct_launch_is_off_without_compiled_kernels(monkeypatch):
     # the interpreter's functions have no compiled kernels; a Triton version that was not checked also takes
     # the plain path (only the checked versions themselves, not those between them)
@@ -844,19 +913,25 @@ def test_direct_launch_is_off_without_compiled_kernels(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 def test_direct_and_plain_launches_agree(monkeypatch):
-    # several chunks and MLP sub-chunks (4 chunks, 6 sub-chunks): direct launches compute bit for bit
-    # what Triton's plain launch path computes (without split-K, whose atomics add in any order)
+    # several chunks and MLP sub-chunks (4 chunks, 6 sub-chunks): direct launches, raw or through the runners,
+    # compute bit for bit what Triton's plain launch path computes (without split-K, whose atomics add in any
+    # order)
     assert kernel._direct_launch_ok([(kernel._prologue_kernel, (1,), (), {})])
     monkeypatch.setattr(kernel, "SPLIT_K", 1)
     args = _inputs(2, 15, 17, seed=3)
-    outs = []
-    for direct in (True, False):
+    outs, raw_parts = [], []
+    parts = kernel._raw_parts
+    monkeypatch.setattr(kernel, "_raw_parts", lambda *a: raw_parts.append(1) or parts(*a))
+    for direct, raw in ((True, True), (True, False), (False, False)):
         monkeypatch.setattr(kernel, "DIRECT_LAUNCH", direct)
+        monkeypatch.setattr(kernel, "RAW_LAUNCH", raw)
         out = torch.full_like(args[0], math.nan)
         kernel.forward(*args, out, workspace_bytes=150 * 3840 * 2, mlp_split="always")
         outs.append(out)
     assert torch.isfinite(outs[0]).all()
-    assert torch.equal(outs[0], outs[1])
+    assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
+    if kernel._TRITON_VERSION in kernel._RAW_LAUNCH_TRITON:  # the raw path ran (3.6: the H200's Triton)
+        assert raw_parts
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="the interpreter run of tune.py (on a GPU it would time)")
