@@ -518,12 +518,15 @@ def test_odd_images_gpu(batch, height, width):
     [(1, 5, 9, 0, 1), (3, 29, 43, 0, 9), (1, 14, 300, 0, 1), (2, 43, 29, 1, 4), (1, 70, 70, 2, 3)],
     ids=["small", "odd", "wide", "chunk-offset", "chunk-tail"],
 )
-def test_gluon_attention_matches_tl_gpu(batch, height, width, band0, n_bands):
+@pytest.mark.parametrize("pingpong", [0, 1, 2])
+def test_gluon_attention_matches_tl_gpu(batch, height, width, band0, n_bands, pingpong, monkeypatch):
     """The Gluon attention (sm_90) against the tl kernel on one chunk's qkv: padded keys, slots outside the
-    window, image edges, a chunk starting at band0 > 0 (tok0 > 0); every real query written (NaN-poisoned o).
-    forward() runs it with o in place of q (test_odd_images_gpu)."""
+    window, image edges, a chunk starting at band0 > 0 (tok0 > 0); every real query written (NaN-poisoned o);
+    with the consumers' products in turns or not (GLUON_ATTENTION_PINGPONG). forward() runs it with o in place of
+    q (test_odd_images_gpu)."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon attention runs on sm_90 only")
+    monkeypatch.setattr(kernel, "GLUON_ATTENTION_PINGPONG", pingpong)
     n_wh = math.ceil(height / 14)
     rows = [min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0, band0 + n_bands)]
     tok0 = sum(min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0)) * width

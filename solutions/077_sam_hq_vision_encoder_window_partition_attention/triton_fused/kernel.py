@@ -105,6 +105,10 @@ ATTN_CONFIGS: dict[str, tuple] = {
 #: registers, loader registers) instead of ATTN_CONFIGS["fp16"], which stays for every other GPU
 #: (B200: sm_100 has no wgmma), the interpreter and tune.py's attention search. None: the tl kernel everywhere.
 GLUON_ATTENTION: tuple | None = ("gluon", 232, 40)
+#: The Gluon attention's two consumers issue their q.k products (1), and also their P V products (2), in turns
+#: (FA3's ping-pong: one consumer's softmax and gather beside the other's products); 0: each issues as soon as it is
+#: ready. Session 26: 2 took 0.6-2.3 % off the block (#6, #12, #13, #16); 1 alone was slower.
+GLUON_ATTENTION_PINGPONG = 2
 #: fp16 on sm_90 with Gluon: the GEMMs of the stages named here as warp-specialized Gluon GEMMs (qkv, mlp1:
 #: `_linear_gluon_kernel`; proj: `_linear_gluon_residual_kernel`; ("gluon", consumer registers, epilogue
 #: registers, loader registers, rows per epilogue pass)) where a launch has at least GLUON_GEMM_MIN_ROWS[stage]
@@ -943,9 +947,21 @@ if gluon is not None:
                         tok0, H, W, n_wh, n_ww, band0, O_STRIDE)  # fmt: skip
 
     @gluon.jit
+    def _ga_turn(turn, g, WG: gl.constexpr, PINGPONG: gl.constexpr):
+        """Wait for this consumer's g-th turn (consumer 0 goes first)."""
+        if PINGPONG > 0:
+            _gl_bar.wait(turn.index(WG), (g & 1) ^ (1 - WG))
+
+    @gluon.jit
+    def _ga_pass(turn, WG: gl.constexpr, PINGPONG: gl.constexpr):
+        """Hand the turn to the other consumer."""
+        if PINGPONG > 0:
+            _gl_bar.arrive(turn.index(1 - WG))
+
+    @gluon.jit
     def _ga_consumer(
-        o_smem, q_smem, k_smem, v_smem, rt_smem, q_ready, q_free, kv_ready, kv_free, o_ready, o_free,
-        n_items, WG: gl.constexpr,
+        o_smem, q_smem, k_smem, v_smem, rt_smem, q_ready, q_free, kv_ready, kv_free, o_ready, o_free, turn,
+        n_items, WG: gl.constexpr, PINGPONG: gl.constexpr,
     ):  # fmt: skip
         """One warpgroup: query tiles WG and WG + 2 (64 slots each) of every item of this program, against the
         item's 256 key slots in one block (no online softmax); o goes to shared memory, the loader warps store it."""
@@ -971,6 +987,7 @@ if gluon is not None:
         )
         p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_l, k_width=2)
         li = 0
+        g = 0  # turns taken (PINGPONG)
         for _item in range(gl.program_id(0), n_items, gl.num_programs(0)):
             s = li % 2
             _gl_bar.wait(kv_ready.index(s), (li // 2) & 1)
@@ -995,7 +1012,10 @@ if gluon is not None:
                 # s' = q.k + 8 bias: the wgmma accumulator starts at the bias (fp32), A_h[i, kh] + A_w[i, kw]
                 b3 = gl.expand_dims(a_h, 2) + gl.expand_dims(a_w, 1)
                 acc = gl.convert_layout(gl.reshape(b3, [64, 256]), s_l, assert_trivial=True)
+                _ga_turn(turn, g, WG, PINGPONG)
                 acc = _gl_mma(q_t, k_smem.index(s).permute((1, 0)), acc, use_acc=True, is_async=True)
+                _ga_pass(turn, WG, PINGPONG)
+                g += 1
                 acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
                 _gl_bar.arrive(q_free.index(t))  # q is read for the last time
                 # key slot rows 14, 15 are outside every window, and kh is a register index of the accumulator:
@@ -1010,8 +1030,14 @@ if gluon is not None:
                 p3 = gl.where(in3, gl.exp2(acc3 * C - mc), 0.0)
                 l_i = gl.sum(gl.sum(p3, axis=1), axis=1)
                 p = gl.convert_layout(gl.reshape(p3, [64, 256]), s_l, assert_trivial=True)
-                o = _gl_mma(gl.convert_layout(p.to(gl.float16), p_op), v_smem.index(s),
-                            gl.zeros([64, 64], gl.float32, t_l), use_acc=False, is_async=True)  # fmt: skip
+                p16 = gl.convert_layout(p.to(gl.float16), p_op)
+                if PINGPONG > 1:
+                    _ga_turn(turn, g, WG, PINGPONG)
+                o = _gl_mma(p16, v_smem.index(s), gl.zeros([64, 64], gl.float32, t_l),
+                            use_acc=False, is_async=True)  # fmt: skip
+                if PINGPONG > 1:
+                    _ga_pass(turn, WG, PINGPONG)
+                    g += 1
                 o = _gl_mma_wait(num_outstanding=0, deps=(o,))
                 o = o * gl.expand_dims(gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, t_l)), 1)
                 # o goes to shared memory (one buffer per consumer and tile); the loader warps store it
@@ -1035,6 +1061,7 @@ if gluon is not None:
         CONSUMER_REGS: gl.constexpr = 232,
         LOADER_REGS: gl.constexpr = 40,
         PDL: gl.constexpr = 0,
+        PINGPONG: gl.constexpr = 0,
     ):  # fmt: skip
         """Window attention on sm_90: per program one cp.async loader warpgroup and two consumer warpgroups,
         persistent over (window, head) items; each consumer takes two of an item's four 64-slot query tiles and
@@ -1071,9 +1098,11 @@ if gluon is not None:
         for i in gl.static_range(4):
             _gl_bar.init(o_ready.index(i), count=1)
             _gl_bar.init(o_free.index(i), count=1)
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], _gl_bar.MBarrierLayout())  # PINGPONG
         for i in gl.static_range(2):
             _gl_bar.init(kv_ready.index(i), count=1)
             _gl_bar.init(kv_free.index(i), count=2)  # both consumers
+            _gl_bar.init(turn.index(i), count=1)
         _gl_fence()
         # the argument tuples are written out in the call: a tuple held in a variable turns its constexprs into
         # tensors (Triton 3.6), and the partitions need O_STRIDE and WG as constexprs
@@ -1082,12 +1111,12 @@ if gluon is not None:
                 (
                     _ga_consumer,
                     (o_smem, q_smem, k_smem, v_smem, rt_smem, q_ready, q_free, kv_ready, kv_free,
-                     o_ready, o_free, n_items, 0),
+                     o_ready, o_free, turn, n_items, 0, PINGPONG),
                 ),
                 (
                     _ga_consumer,
                     (o_smem, q_smem, k_smem, v_smem, rt_smem, q_ready, q_free, kv_ready, kv_free,
-                     o_ready, o_free, n_items, 1),
+                     o_ready, o_free, turn, n_items, 1, PINGPONG),
                 ),
                 (
                     _ga_loader,
@@ -1820,8 +1849,9 @@ def _window_attention_launch(
         args = (qkv, o, rel_pos_h, rel_pos_w, tok0, n_tok, height, width, n_wh, n_ww, band0, n_items)
         pdl = _pdl_meta(qkv.device)
         meta = dict(
-            O_STRIDE=o.stride(0), CONSUMER_REGS=consumer_regs, LOADER_REGS=loader_regs, num_warps=4, **pdl
-        )
+            O_STRIDE=o.stride(0), CONSUMER_REGS=consumer_regs, LOADER_REGS=loader_regs,
+            PINGPONG=GLUON_ATTENTION_PINGPONG, num_warps=4, **pdl,
+        )  # fmt: skip
         return _window_attention_gluon_kernel, (min(n_items, _num_sms(qkv.device)),), args, meta
     if cfg[0] == "persistent":
         _, block_m, block_n, bias_mode, warps, stages, ctas_per_sm = cfg
