@@ -518,15 +518,16 @@ def test_odd_images_gpu(batch, height, width):
     [(1, 5, 9, 0, 1), (3, 29, 43, 0, 9), (1, 14, 300, 0, 1), (2, 43, 29, 1, 4), (1, 70, 70, 2, 3)],
     ids=["small", "odd", "wide", "chunk-offset", "chunk-tail"],
 )
-@pytest.mark.parametrize("pingpong", [0, 1, 2])
-def test_gluon_attention_matches_tl_gpu(batch, height, width, band0, n_bands, pingpong, monkeypatch):
+@pytest.mark.parametrize(("pingpong", "lsum_mma"), [(0, False), (1, False), (2, False), (0, True), (2, True)])
+def test_gluon_attention_matches_tl_gpu(batch, height, width, band0, n_bands, pingpong, lsum_mma, monkeypatch):
     """The Gluon attention (sm_90) against the tl kernel on one chunk's qkv: padded keys, slots outside the
     window, image edges, a chunk starting at band0 > 0 (tok0 > 0); every real query written (NaN-poisoned o);
-    with the consumers' products in turns or not (GLUON_ATTENTION_PINGPONG). forward() runs it with o in place of
-    q (test_odd_images_gpu)."""
+    with the consumers' products in turns or not (GLUON_ATTENTION_PINGPONG), the softmax's row sums in registers or
+    by mma.sync (GLUON_ATTENTION_LSUM_MMA). forward() runs it with o in place of q (test_odd_images_gpu)."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon attention runs on sm_90 only")
     monkeypatch.setattr(kernel, "GLUON_ATTENTION_PINGPONG", pingpong)
+    monkeypatch.setattr(kernel, "GLUON_ATTENTION_LSUM_MMA", lsum_mma)
     n_wh = math.ceil(height / 14)
     rows = [min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0, band0 + n_bands)]
     tok0 = sum(min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0)) * width

@@ -109,6 +109,10 @@ GLUON_ATTENTION: tuple | None = ("gluon", 232, 40)
 #: (FA3's ping-pong: one consumer's softmax and gather beside the other's products); 0: each issues as soon as it is
 #: ready. Session 26: 2 took 0.6-2.3 % off the block (#6, #12, #13, #16); 1 alone was slower.
 GLUON_ATTENTION_PINGPONG = 2
+#: The Gluon attention's row sums of p (the softmax denominators) on the tensor cores: per warp, mma.sync products of
+#: its rows of the fp16 p (the P V product's A operand, already in registers) with ones, issued while P V runs,
+#: instead of ~112 FADDs per thread and tile; the sums are then those of the weights P V uses. False: fp32 sums of p.
+GLUON_ATTENTION_LSUM_MMA = True
 #: fp16 on sm_90 with Gluon: the GEMMs of the stages named here as warp-specialized Gluon GEMMs (qkv, mlp1:
 #: `_linear_gluon_kernel`; proj: `_linear_gluon_residual_kernel`; ("gluon", consumer registers, epilogue
 #: registers, loader registers, rows per epilogue pass)) where a launch has at least GLUON_GEMM_MIN_ROWS[stage]
@@ -809,6 +813,7 @@ try:
     from triton.experimental import gluon
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.ampere import async_copy as _gl_cp
+    from triton.experimental.gluon.language.nvidia.ampere import mma_v2 as _gl_mma2
     from triton.experimental.gluon.language.nvidia.hopper import (
         fence_async_shared as _gl_fence,
     )
@@ -961,7 +966,7 @@ if gluon is not None:
     @gluon.jit
     def _ga_consumer(
         o_smem, q_smem, k_smem, v_smem, rt_smem, q_ready, q_free, kv_ready, kv_free, o_ready, o_free, turn,
-        n_items, WG: gl.constexpr, PINGPONG: gl.constexpr,
+        n_items, WG: gl.constexpr, PINGPONG: gl.constexpr, LSUM_MMA: gl.constexpr,
     ):  # fmt: skip
         """One warpgroup: query tiles WG and WG + 2 (64 slots each) of every item of this program, against the
         item's 256 key slots in one block (no online softmax); o goes to shared memory, the loader warps store it."""
@@ -986,6 +991,9 @@ if gluon is not None:
             shape=[64, 16, 16],
         )
         p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_l, k_width=2)
+        # LSUM_MMA: l = p16 @ ones by mma.sync (m16n8k16), whose A fragments are the wgmma A operand's registers
+        l_l: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[4, 1], instr_shape=[16, 8])
+        ones = gl.full([256, 8], 1.0, gl.float16, gl.DotOperandLayout(operand_index=1, parent=l_l, k_width=2))
         li = 0
         g = 0  # turns taken (PINGPONG)
         for _item in range(gl.program_id(0), n_items, gl.num_programs(0)):
@@ -1028,7 +1036,8 @@ if gluon is not None:
                 m = gl.max(gl.max(gl.where(in3, acc3, float("-inf")), axis=1), axis=1)
                 mc = gl.expand_dims(gl.expand_dims(m * C, 1), 1)
                 p3 = gl.where(in3, gl.exp2(acc3 * C - mc), 0.0)
-                l_i = gl.sum(gl.sum(p3, axis=1), axis=1)
+                if not LSUM_MMA:
+                    l_i = gl.sum(gl.sum(p3, axis=1), axis=1)
                 p = gl.convert_layout(gl.reshape(p3, [64, 256]), s_l, assert_trivial=True)
                 p16 = gl.convert_layout(p.to(gl.float16), p_op)
                 if PINGPONG > 1:
@@ -1038,6 +1047,10 @@ if gluon is not None:
                 if PINGPONG > 1:
                     _ga_pass(turn, WG, PINGPONG)
                     g += 1
+                if LSUM_MMA:  # every column of the [64, 8] product is its row's sum of the fp16 p
+                    p16l = gl.convert_layout(p16, gl.DotOperandLayout(operand_index=0, parent=l_l, k_width=2),
+                                             assert_trivial=True)  # fmt: skip
+                    l_i = gl.max(_gl_mma2(p16l, ones, gl.zeros([64, 8], gl.float32, l_l)), axis=1)
                 o = _gl_mma_wait(num_outstanding=0, deps=(o,))
                 o = o * gl.expand_dims(gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, t_l)), 1)
                 # o goes to shared memory (one buffer per consumer and tile); the loader warps store it
@@ -1062,6 +1075,7 @@ if gluon is not None:
         LOADER_REGS: gl.constexpr = 40,
         PDL: gl.constexpr = 0,
         PINGPONG: gl.constexpr = 0,
+        LSUM_MMA: gl.constexpr = False,
     ):  # fmt: skip
         """Window attention on sm_90: per program one cp.async loader warpgroup and two consumer warpgroups,
         persistent over (window, head) items; each consumer takes two of an item's four 64-slot query tiles and
@@ -1111,12 +1125,12 @@ if gluon is not None:
                 (
                     _ga_consumer,
                     (o_smem, q_smem, k_smem, v_smem, rt_smem, q_ready, q_free, kv_ready, kv_free,
-                     o_ready, o_free, turn, n_items, 0, PINGPONG),
+                     o_ready, o_free, turn, n_items, 0, PINGPONG, LSUM_MMA),
                 ),
                 (
                     _ga_consumer,
                     (o_smem, q_smem, k_smem, v_smem, rt_smem, q_ready, q_free, kv_ready, kv_free,
-                     o_ready, o_free, turn, n_items, 1, PINGPONG),
+                     o_ready, o_free, turn, n_items, 1, PINGPONG, LSUM_MMA),
                 ),
                 (
                     _ga_loader,
@@ -1850,7 +1864,7 @@ def _window_attention_launch(
         pdl = _pdl_meta(qkv.device)
         meta = dict(
             O_STRIDE=o.stride(0), CONSUMER_REGS=consumer_regs, LOADER_REGS=loader_regs,
-            PINGPONG=GLUON_ATTENTION_PINGPONG, num_warps=4, **pdl,
+            PINGPONG=GLUON_ATTENTION_PINGPONG, LSUM_MMA=GLUON_ATTENTION_LSUM_MMA, num_warps=4, **pdl,
         )  # fmt: skip
         return _window_attention_gluon_kernel, (min(n_items, _num_sms(qkv.device)),), args, meta
     if cfg[0] == "persistent":
