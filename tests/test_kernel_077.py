@@ -519,7 +519,9 @@ def test_odd_images_gpu(batch, height, width):
     ids=["small", "odd", "wide", "chunk-offset", "chunk-tail"],
 )
 @pytest.mark.parametrize(("pingpong", "lsum_mma"), [(0, False), (1, False), (2, False), (0, True), (2, True)])
-def test_gluon_attention_matches_tl_gpu(batch, height, width, band0, n_bands, pingpong, lsum_mma, monkeypatch):
+def test_gluon_attention_matches_tl_gpu(
+    batch, height, width, band0, n_bands, pingpong, lsum_mma, monkeypatch
+):
     """The Gluon attention (sm_90) against the tl kernel on one chunk's qkv: padded keys, slots outside the
     window, image edges, a chunk starting at band0 > 0 (tok0 > 0); every real query written (NaN-poisoned o);
     with the consumers' products in turns or not (GLUON_ATTENTION_PINGPONG), the softmax's row sums in registers or

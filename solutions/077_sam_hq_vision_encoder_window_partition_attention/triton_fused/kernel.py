@@ -992,7 +992,9 @@ if gluon is not None:
         )
         p_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_l, k_width=2)
         # LSUM_MMA: l = p16 @ ones by mma.sync (m16n8k16), whose A fragments are the wgmma A operand's registers
-        l_l: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[4, 1], instr_shape=[16, 8])
+        l_l: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[2, 0], warps_per_cta=[4, 1], instr_shape=[16, 8]
+        )
         ones = gl.full([256, 8], 1.0, gl.float16, gl.DotOperandLayout(operand_index=1, parent=l_l, k_width=2))
         li = 0
         g = 0  # turns taken (PINGPONG)
