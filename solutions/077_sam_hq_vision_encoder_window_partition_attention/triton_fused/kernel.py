@@ -111,8 +111,9 @@ GLUON_ATTENTION: tuple | None = ("gluon", 232, 40)
 GLUON_ATTENTION_PINGPONG = 2
 #: The Gluon attention's row sums of p (the softmax denominators) on the tensor cores: per warp, mma.sync products of
 #: its rows of the fp16 p (the P V product's A operand, already in registers) with ones, issued while P V runs,
-#: instead of ~112 FADDs per thread and tile; the sums are then those of the weights P V uses. False: fp32 sums of p.
-GLUON_ATTENTION_LSUM_MMA = True
+#: instead of ~112 FADDs per thread and tile; the sums are then those of the weights P V uses. 1: one chain of 16
+#: mma.sync per tile; 2: two chains of 8 (the key halves); 0: fp32 sums of p in registers (until session 27).
+GLUON_ATTENTION_LSUM_MMA = 2
 #: fp16 on sm_90 with Gluon: the GEMMs of the stages named here as warp-specialized Gluon GEMMs (qkv, mlp1:
 #: `_linear_gluon_kernel`; proj: `_linear_gluon_residual_kernel`; ("gluon", consumer registers, epilogue
 #: registers, loader registers, rows per epilogue pass)) where a launch has at least GLUON_GEMM_MIN_ROWS[stage]
@@ -996,6 +997,10 @@ if gluon is not None:
             version=[2, 0], warps_per_cta=[4, 1], instr_shape=[16, 8]
         )
         ones = gl.full([256, 8], 1.0, gl.float16, gl.DotOperandLayout(operand_index=1, parent=l_l, k_width=2))
+        ones2 = gl.full(
+            [128, 8], 1.0, gl.float16, gl.DotOperandLayout(operand_index=1, parent=l_l, k_width=2)
+        )
+        pl_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=l_l, k_width=2)
         li = 0
         g = 0  # turns taken (PINGPONG)
         for _item in range(gl.program_id(0), n_items, gl.num_programs(0)):
@@ -1050,9 +1055,16 @@ if gluon is not None:
                     _ga_pass(turn, WG, PINGPONG)
                     g += 1
                 if LSUM_MMA:  # every column of the [64, 8] product is its row's sum of the fp16 p
-                    p16l = gl.convert_layout(p16, gl.DotOperandLayout(operand_index=0, parent=l_l, k_width=2),
-                                             assert_trivial=True)  # fmt: skip
-                    l_i = gl.max(_gl_mma2(p16l, ones, gl.zeros([64, 8], gl.float32, l_l)), axis=1)
+                    p16l = gl.convert_layout(p16, pl_op, assert_trivial=True)
+                    if LSUM_MMA == 1:
+                        l_i = gl.max(_gl_mma2(p16l, ones, gl.zeros([64, 8], gl.float32, l_l)), axis=1)
+                    else:  # two independent chains of 8 mma.sync, over the key halves
+                        pa, pb = gl.split(gl.permute(gl.reshape(p16l, [64, 2, 128]), (0, 2, 1)))
+                        la = _gl_mma2(gl.convert_layout(pa, pl_op, assert_trivial=True), ones2,
+                                      gl.zeros([64, 8], gl.float32, l_l))  # fmt: skip
+                        lb = _gl_mma2(gl.convert_layout(pb, pl_op, assert_trivial=True), ones2,
+                                      gl.zeros([64, 8], gl.float32, l_l))  # fmt: skip
+                        l_i = gl.max(la + lb, axis=1)
                 o = _gl_mma_wait(num_outstanding=0, deps=(o,))
                 o = o * gl.expand_dims(gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, t_l)), 1)
                 # o goes to shared memory (one buffer per consumer and tile); the loader warps store it
@@ -1077,7 +1089,7 @@ if gluon is not None:
         LOADER_REGS: gl.constexpr = 40,
         PDL: gl.constexpr = 0,
         PINGPONG: gl.constexpr = 0,
-        LSUM_MMA: gl.constexpr = False,
+        LSUM_MMA: gl.constexpr = 0,
     ):  # fmt: skip
         """Window attention on sm_90: per program one cp.async loader warpgroup and two consumer warpgroups,
         persistent over (window, head) items; each consumer takes two of an item's four 64-slot query tiles and
