@@ -387,6 +387,30 @@ def test_plans_for_official_workloads(task):
     assert sorted(short) == [(1, 4, 4096), (2, 4, 4096)]
 
 
+def test_ksplit_fit_rule(task):
+    """Phases 1a and 6a take ksplit1 / ksplit6 contraction parts (8 by default) where their work items fit the
+    programs (one wave), else half as many (once); ksplit_fit False keeps the configured split."""
+    cfg = kernel.DEFAULT_CONFIG
+    assert (cfg.ksplit1, cfg.ksplit6, cfg.ksplit_fit) == (8, 8, True)
+    halved = []
+    for i, w in enumerate(task.workloads, 1):
+        a = w.axes
+        NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
+        plan = kernel.make_plan(NI, T, S, cfg, 132)
+        for kp, units, phase in ((plan.KP1, plan.NG, 8), (plan.KP6, plan.NRT, 9)):
+            assert kp == (8 if 8 * units * 8 <= 132 else 4), (i, phase)
+            assert plan.work[phase] == 8 * units * kp <= 132
+        if plan.KP1 == 4:
+            halved.append(i)
+        fixed = kernel.make_plan(NI, T, S, dataclasses.replace(cfg, ksplit_fit=False), 132)
+        assert (fixed.KP1, fixed.KP6) == (8, 8)
+    # the workloads with 8 or 16 items of 5 or 4 tokens: 3 or 4 self-attention groups, 3 or 4 row tiles
+    assert halved == [1, 5, 6, 11]
+    # more programs fit more: 192 items (#5) still not on a B200's 148, 256 (#6) on 264
+    assert kernel.make_plan(8, 5, 2048, cfg, 148).KP1 == 4
+    assert kernel.make_plan(16, 4, 4096, cfg, 264).KP1 == 8
+
+
 def test_tune_variants_plan_and_time_wrong_rule():
     """tune.py's variants are valid configurations (a variant naming a removed knob fails at import) that plan
     every official workload; `--time-wrong` times variants that ran with wrong outputs, never ones that failed."""

@@ -1663,7 +1663,7 @@ class Config:
 
     mode: str = "persistent"  # "persistent" (one launch) or "multi" (one launch per phase)
     grid: int = 0  # persistent programs; 0: one per SM (they must all be co-resident)
-    # the programs the chunking and the one-wave fits (nd_fit, hb_fit) plan for; 0: the launch's (grid, or
+    # the programs the chunking and the one-wave fits (nd_fit, hb_fit, ksplit_fit) plan for; 0: the launch's (grid, or
     # one per SM). `run` on the CPU launches one program but plans for an H200's 132, so that the interpreter
     # and the recorded launches of `solbench build` take the H200's constexprs (HB, ND, NCB, P4SPLIT)
     plan_programs: int = 0
@@ -1759,9 +1759,15 @@ class Config:
     csplit1: int = 4
     # phase 1's q/k/v contraction split over this many work items (phase 1a, "PHASE 8"), which add into an
     # accumulator that phase 1 then reads (one more barrier); 1: phase 1 does the whole K loop itself.
-    # Session 5 (H200): 4 and 4 take the geomean from 138.9 to 131.5 us (phase 1 item 11.1 us -> 4.4 + 2.8)
-    ksplit1: int = 4
-    ksplit6: int = 4  # the same for phase 6's K_h / V_h contraction (phase 6a, "PHASE 9")
+    # Session 5 (H200): 4 and 4 take the geomean from 138.9 to 131.5 us (phase 1 item 11.1 us -> 4.4 + 2.8), 8 and
+    # 8 were level then. Session 27 (H200, NOTES.md): 8 and 8 with ksplit_fit below
+    ksplit1: int = 8
+    ksplit6: int = 8  # the same for phase 6's K_h / V_h contraction (phase 6a, "PHASE 9")
+    # phases 1a and 6a in one wave: halve ksplit1 / ksplit6 once where the phase's work items would exceed the
+    # programs. Session 27 (H200, official A/B of 8 and 8 against 4 and 4, all 16 workloads): 8 and 8 0.7-3.0 %
+    # faster wherever phases 1a and 6a fit one wave with them (12 workloads, #14 62.0 -> 60.1 us), 2.4-4.4 % slower
+    # where they do not (#1, #5, #6, #11: 192-256 items); this rule keeps 4 there
+    ksplit_fit: bool = True
     instr: bool = False  # program 0 records clock64/globaltimer at every phase start (GPU, persistent)
     # phase 7 (the i2t key pass) as its own launch after the persistent one, with its own registers and
     # occupancy, from `split7` key tokens (B*P*S; 0: never). The launch: (work items per key chunk, warps,
@@ -2050,6 +2056,12 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             nd //= 2
         while nsp4 > 1 and NRT * 8 * nd * nsp4 > programs:
             nsp4 -= 1
+    kp1, kp6 = cfg.ksplit1, cfg.ksplit6
+    if cfg.ksplit_fit:  # phases 1a and 6a in one wave: half the contraction parts (once)
+        if kp1 > 1 and 8 * NG * kp1 > programs:
+            kp1 //= 2
+        if kp6 > 1 and 8 * NRT * kp6 > programs:
+            kp6 //= 2
     hb = cfg.hb
     if cfg.hb_fit:  # phase 5 in one wave: wider MLP blocks
         if hb < D_MLP and NRT * (D_MLP // hb) > programs:
@@ -2062,7 +2074,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         p7 = cfg.p7_launch_long4 if long4 else (cfg.p7_launch_tpk8 if TPK7 == 8 else cfg.p7_launch)
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cfg.csplit, cfg.csplit1, grid,
-        cfg.ksplit1, cfg.ksplit6, nsp4, TPK7, *p7,
+        kp1, kp6, nsp4, TPK7, *p7,
     )  # fmt: skip
 
 

@@ -348,6 +348,18 @@ VARIANTS: dict[str, Config] = {
     "pw0": dataclasses.replace(BASE, prefetch_weights=False),
     # the tl phase-7 launch everywhere (the default until session 23, 76b6e0d's row)
     "tl7": dataclasses.replace(BASE, p7_gluon=()),
+    # session 27: the query side's knobs of sessions 4-14 again on today's kernel (94 us instead of 130-140 then):
+    # nanosleep between counter polls, the query-side K-loop pipeline depth, phase 1a / 6a contraction splits,
+    # phases 1 / 2 / 6 column splits, phase 4 channel slices (and kc128 above: the query-side contraction piece)
+    "sp64": dataclasses.replace(BASE, spin_ns=64),
+    "sp256": dataclasses.replace(BASE, spin_ns=256),
+    "s27qs2": dataclasses.replace(BASE, qstages=2),
+    "s27qs3": dataclasses.replace(BASE, qstages=3),
+    "k1s2": dataclasses.replace(BASE, ksplit1=2),
+    "k6s2": dataclasses.replace(BASE, ksplit6=2),
+    "ks8": dataclasses.replace(BASE, ksplit1=8, ksplit6=8),
+    "csp2": dataclasses.replace(BASE, csplit=2, csplit1=2),
+    "nd4": dataclasses.replace(BASE, nd=4),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
