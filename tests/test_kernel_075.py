@@ -411,6 +411,25 @@ def test_ksplit_fit_rule(task):
     assert kernel.make_plan(16, 4, 4096, cfg, 264).KP1 == 8
 
 
+def test_csplit_fit_rule(task):
+    """With csplit_fit (off by default), phases 2 / 6 and 1 take csplit / csplit1 column parts where their work
+    items fit the programs, else half as many (once); off, the configured split stands."""
+    assert kernel.DEFAULT_CONFIG.csplit_fit is False
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, csplit=8, csplit1=8, csplit_fit=True)
+    fits = []
+    for w in task.workloads:
+        a = w.axes
+        NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
+        plan = kernel.make_plan(NI, T, S, cfg, 132)
+        assert plan.CP == (8 if 8 * plan.NRT * 8 <= 132 else 4)
+        assert plan.CP1 == (8 if 8 * plan.NG * 8 <= 132 else 4)
+        assert plan.work[2] == plan.work[6] == 8 * plan.NRT * plan.CP
+        fits.append(plan.CP == 8)
+        off = kernel.make_plan(NI, T, S, dataclasses.replace(cfg, csplit_fit=False), 132)
+        assert (off.CP, off.CP1) == (8, 8)
+    assert any(fits) and not all(fits)
+
+
 def test_tune_variants_plan_and_time_wrong_rule():
     """tune.py's variants are valid configurations (a variant naming a removed knob fails at import) that plan
     every official workload; `--time-wrong` times variants that ran with wrong outputs, never ones that failed."""

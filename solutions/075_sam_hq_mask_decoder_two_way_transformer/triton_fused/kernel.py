@@ -1757,6 +1757,10 @@ class Config:
     # each redoes the K loop, and phase 1 the attention core)
     csplit: int = 4  # (1 until session 4)
     csplit1: int = 4
+    # phases 1, 2 and 6 in one wave: halve csplit1 / csplit once where the phase's work items would exceed the
+    # programs (as ksplit_fit below). Prepared in session 27 for csplit / csplit1 8 (tune.py cs8f, c1s8f, c26s8f),
+    # not measured yet: off
+    csplit_fit: bool = False
     # phase 1's q/k/v contraction split over this many work items (phase 1a, "PHASE 8"), which add into an
     # accumulator that phase 1 then reads (one more barrier); 1: phase 1 does the whole K loop itself.
     # Session 5 (H200): 4 and 4 take the geomean from 138.9 to 131.5 us (phase 1 item 11.1 us -> 4.4 + 2.8), 8 and
@@ -2056,6 +2060,12 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             nd //= 2
         while nsp4 > 1 and NRT * 8 * nd * nsp4 > programs:
             nsp4 -= 1
+    cp, cp1 = cfg.csplit, cfg.csplit1
+    if cfg.csplit_fit:  # phases 2, 6 and 1 in one wave: half the column parts (once)
+        if cp > 1 and 8 * NRT * cp > programs:
+            cp //= 2
+        if cp1 > 1 and 8 * NG * cp1 > programs:
+            cp1 //= 2
     kp1, kp6 = cfg.ksplit1, cfg.ksplit6
     if cfg.ksplit_fit:  # phases 1a and 6a in one wave: half the contraction parts (once)
         if kp1 > 1 and 8 * NG * kp1 > programs:
@@ -2073,7 +2083,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         long4 = TPK7 == 4 and -(-ch // cfg.bs2) >= cfg.split7_tiles4
         p7 = cfg.p7_launch_long4 if long4 else (cfg.p7_launch_tpk8 if TPK7 == 8 else cfg.p7_launch)
     return Plan(
-        NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cfg.csplit, cfg.csplit1, grid,
+        NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cp, cp1, grid,
         kp1, kp6, nsp4, TPK7, *p7,
     )  # fmt: skip
 
