@@ -667,17 +667,23 @@ def test_gluon_gemm_takes_the_stages_it_is_meant_for(monkeypatch):
 
 
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
-@pytest.mark.parametrize("cfg", [("gluon", 216, 48), ("gluon", 240, 24)])
-def test_gluon_attention_launch_carries_its_configuration(cfg):
-    """Every field of a Gluon configuration reaches the launch (session 20 found a Q-set field that was unpacked
-    and dropped: a session measured and shipped something other than it named). Configurations other than the
-    kernel's defaults, built on meta tensors as `solbench build` records them."""
+@pytest.mark.parametrize(
+    ("cfg", "pingpong", "lsum_mma"), [(("gluon", 216, 48), 0, 1), (("gluon", 240, 24), 1, 0)]
+)
+def test_gluon_attention_launch_carries_its_configuration(cfg, pingpong, lsum_mma, monkeypatch):
+    """Every field of a Gluon configuration, and the module's GLUON_ATTENTION_PINGPONG / _LSUM_MMA, reach the
+    launch (session 20 found a Q-set field that was unpacked and dropped: a session measured and shipped something
+    other than it named). Settings other than the kernel's defaults, built on meta tensors as `solbench build`
+    records them."""
+    monkeypatch.setattr(kernel, "GLUON_ATTENTION_PINGPONG", pingpong)
+    monkeypatch.setattr(kernel, "GLUON_ATTENTION_LSUM_MMA", lsum_mma)
     qkv = torch.empty(101, kernel.QKV_DIM, dtype=torch.float16, device="meta")
     o = torch.empty(100, kernel.HIDDEN, dtype=torch.float16, device="meta")
     rel = torch.empty(kernel.REL_SIZE, kernel.HEAD_DIM, device="meta")
     fn, grid, args, meta = kernel._window_attention_launch(qkv, o, None, rel, rel, 0, 100, 10, 10, 0, 1, cfg)
     assert fn is kernel._window_attention_gluon_kernel and grid == (min(12, kernel._num_sms(qkv.device)),)
     assert (meta["CONSUMER_REGS"], meta["LOADER_REGS"]) == cfg[1:]
+    assert (meta["PINGPONG"], meta["LSUM_MMA"]) == (pingpong, lsum_mma)
     params = set(inspect.signature(fn.fn).parameters)
     assert set(meta) - {"num_warps", "launch_pdl"} <= params  # no keyword the kernel would reject
     with pytest.raises(ValueError):  # a configuration of another shape is refused, not half-used

@@ -970,7 +970,9 @@ if gluon is not None:
         n_items, WG: gl.constexpr, PINGPONG: gl.constexpr, LSUM_MMA: gl.constexpr,
     ):  # fmt: skip
         """One warpgroup: query tiles WG and WG + 2 (64 slots each) of every item of this program, against the
-        item's 256 key slots in one block (no online softmax); o goes to shared memory, the loader warps store it."""
+        item's 256 key slots in one block (no online softmax); o goes to shared memory, the loader warps store it.
+        PINGPONG: the two consumers' products in turns (GLUON_ATTENTION_PINGPONG); LSUM_MMA: the row sums l by
+        mma.sync of the fp16 p with ones (GLUON_ATTENTION_LSUM_MMA), else in fp32 registers."""
         NEG: gl.constexpr = -30000.0  # exact in fp16; far below any logit
         C: gl.constexpr = 0.18033688011112042  # log2(e) / 8
         s_l: gl.constexpr = gl.NVMMADistributedLayout(
