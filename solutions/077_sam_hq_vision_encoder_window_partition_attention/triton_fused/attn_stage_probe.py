@@ -7,8 +7,12 @@ against it (max |diff| < 4e-3, every real query written) and times it: CUDA even
 (a 2 x L2 write), median of --iterations calls, --rounds interleaved rounds. `--ncu` runs one call per variant and
 nothing else (for `ncu -k regex:window_attention_gluon`).
 
-    python .../attn_stage_probe.py --shape 2,256,256 --variant 'pp2={"GLUON_ATTENTION_PINGPONG": 2}' \\
-        --variant 'pp3={"GLUON_ATTENTION_PINGPONG": 3}' --out $OUT/attn.json
+    python .../attn_stage_probe.py --shape 2,256,256 --variant 'l0={"GLUON_ATTENTION_LSUM_MMA": 0}' \\
+        --variant 'l2={"GLUON_ATTENTION_LSUM_MMA": 2}' \\
+        --variant 'r240={"GLUON_ATTENTION": ["gluon", 240, 24]}' --out $OUT/attn.json
+
+At 2x256x256 the stage times of one call moved by up to 10 % between rounds (session 27); 4x64x64 was steadier, and
+tune.py --ab (the whole block, official timer) is the comparison to trust.
 """
 
 from __future__ import annotations
