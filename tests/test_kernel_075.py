@@ -366,13 +366,18 @@ def test_default_precision_long_prompt(task):
     _check(outs, task.reference(*args), TOLERANCE)
 
 
+def _items(workload) -> tuple[int, int, int]:
+    """An official workload's (items = batch x points, query tokens, key tokens)."""
+    a = workload.axes
+    return a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
+
+
 def test_plans_for_official_workloads(task):
     """Chunking on a 132-SM H200: every key token covered once, no more t2i work items than programs."""
     cfg = kernel.DEFAULT_CONFIG
     short = []
     for w in task.workloads:
-        a = w.axes
-        NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
+        NI, T, S = _items(w)
         plan = kernel.make_plan(NI, T, S, cfg, 132)
         assert plan.CH % max(cfg.bs1, cfg.bs2) == 0
         assert (plan.n_ch - 1) * plan.CH < S <= plan.n_ch * plan.CH
@@ -394,8 +399,7 @@ def test_ksplit_fit_rule(task):
     assert (cfg.ksplit1, cfg.ksplit6, cfg.ksplit_fit) == (8, 8, True)
     halved = []
     for i, w in enumerate(task.workloads, 1):
-        a = w.axes
-        NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
+        NI, T, S = _items(w)
         plan = kernel.make_plan(NI, T, S, cfg, 132)
         for kp, units, phase in ((plan.KP1, plan.NG, 8), (plan.KP6, plan.NRT, 9)):
             assert kp == (8 if 8 * units * 8 <= 132 else 4), (i, phase)
@@ -418,8 +422,7 @@ def test_csplit_fit_rule(task):
     cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, csplit=8, csplit1=8, csplit_fit=True)
     fits = []
     for w in task.workloads:
-        a = w.axes
-        NI, T, S = a["batch_size"] * a["point_batch_size"], a["n_query_tokens"], a["n_key_tokens"]
+        NI, T, S = _items(w)
         plan = kernel.make_plan(NI, T, S, cfg, 132)
         assert plan.CP == (8 if 8 * plan.NRT * 8 <= 132 else 4)
         assert plan.CP1 == (8 if 8 * plan.NG * 8 <= 132 else 4)

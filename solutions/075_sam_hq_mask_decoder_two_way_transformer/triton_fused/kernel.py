@@ -1957,6 +1957,12 @@ def instr_size(plan: Plan) -> int:
     return 16 + 6 * plan.grid + 18 * max(plan.work.values())
 
 
+def _fit_once(parts: int, units: int, programs: int) -> int:
+    """A phase of `units` x `parts` work items: half the parts (once) where the items would exceed the programs
+    (csplit_fit, ksplit_fit)."""
+    return parts // 2 if parts > 1 and units * parts > programs else parts
+
+
 def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     if not 1 <= T <= 16:
         raise ValueError(f"n_query_tokens: expected 1..16, got {T}")
@@ -2060,18 +2066,11 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             nd //= 2
         while nsp4 > 1 and NRT * 8 * nd * nsp4 > programs:
             nsp4 -= 1
-    cp, cp1 = cfg.csplit, cfg.csplit1
-    if cfg.csplit_fit:  # phases 2, 6 and 1 in one wave: half the column parts (once)
-        if cp > 1 and 8 * NRT * cp > programs:
-            cp //= 2
-        if cp1 > 1 and 8 * NG * cp1 > programs:
-            cp1 //= 2
-    kp1, kp6 = cfg.ksplit1, cfg.ksplit6
-    if cfg.ksplit_fit:  # phases 1a and 6a in one wave: half the contraction parts (once)
-        if kp1 > 1 and 8 * NG * kp1 > programs:
-            kp1 //= 2
-        if kp6 > 1 and 8 * NRT * kp6 > programs:
-            kp6 //= 2
+    # phases 2 and 6 (8 heads x NRT row tiles), 1 and 1a (8 heads x NG groups), 6a (8 x NRT) in one wave
+    cp = _fit_once(cfg.csplit, 8 * NRT, programs) if cfg.csplit_fit else cfg.csplit
+    cp1 = _fit_once(cfg.csplit1, 8 * NG, programs) if cfg.csplit_fit else cfg.csplit1
+    kp1 = _fit_once(cfg.ksplit1, 8 * NG, programs) if cfg.ksplit_fit else cfg.ksplit1
+    kp6 = _fit_once(cfg.ksplit6, 8 * NRT, programs) if cfg.ksplit_fit else cfg.ksplit6
     hb = cfg.hb
     if cfg.hb_fit:  # phase 5 in one wave: wider MLP blocks
         if hb < D_MLP and NRT * (D_MLP // hb) > programs:

@@ -4,8 +4,8 @@ Not part of the solution (`sources` lists kernel.py only). Builds one chunk's qk
 row = the bias) for a whole image batch, runs `kernel._window_attention` with the tl kernel once as the reference,
 then for every variant (NAME=JSON of kernel.py module settings, as tune.py's --ab) checks the Gluon attention
 against it (max |diff| < 4e-3, every real query written) and times it: CUDA events, the L2 flushed before each call
-(a 2 x L2 write), median of --iterations calls, --rounds interleaved rounds. `--ncu` runs one call per variant and
-nothing else (for `ncu -k regex:window_attention_gluon`).
+(harness.timing's buffer of twice the L2), median of --iterations calls, --rounds interleaved rounds. `--ncu` runs
+one call per variant and nothing else (for `ncu -k regex:window_attention_gluon`).
 
     python .../attn_stage_probe.py --shape 2,256,256 --variant 'l0={"GLUON_ATTENTION_LSUM_MMA": 0}' \\
         --variant 'l2={"GLUON_ATTENTION_LSUM_MMA": 2}' \\
@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from harness.tasks import load_module  # noqa: E402
+from harness.timing import _flush_buffer  # noqa: E402
 
 kernel = load_module(Path(__file__).with_name("kernel.py"), "_attn_stage_probe_077")
 
@@ -87,7 +88,7 @@ def main() -> None:
         ok = bool(torch.isfinite(o).all().item()) and diff < 4e-3
         report["variants"][name] = {"settings": settings, "max_diff": diff, "ok": ok, "ms": []}
         print(f"[check] {name}: max |diff| {diff:.2e} {'ok' if ok else 'FAILED'}", flush=True)
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device="cuda")
+    flush = _flush_buffer(qkv.device)  # the official timer's: twice the L2, zeroed before each call
     for r in range(args.rounds):
         for name, settings in variants.items():
             times = []
