@@ -612,6 +612,55 @@ def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2):
     assert (outs[1] - outs[0]).abs().max().item() <= 1e-4
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
+@pytest.mark.parametrize(("m", "n_rows", "r0", "r1", "pad"), [(100, 1, 0, 1, 1), (4097, 3000, 17, 2990, -1),
+                                                             (33000, 40000, 0, 40000, 40000)])  # fmt: skip
+def test_gluon_gemm_layernorm_rows_gpu(m, n_rows, r0, r1, pad):
+    """The Gluon GEMM's LayerNorm warp (GLUON_GEMM_LN_NEXT): rows r0 .. r1 - 1 as the LayerNorm launch computes
+    them, the pad row zeros, no other row touched (NaN-poisoned); the GEMM's own output unchanged, bit for bit."""
+    if not kernel.gluon_sm90_ok(torch.device("cuda")):
+        pytest.skip("the Gluon GEMM runs on sm_90 only")
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    a = torch.randn(m, kernel.HIDDEN, device="cuda", generator=gen).half()
+    w = (0.03 * torch.randn(kernel.QKV_DIM, kernel.HIDDEN, device="cuda", generator=gen)).half()
+    bias = 0.3 * torch.randn(kernel.QKV_DIM, device="cuda", generator=gen)
+    x = 2 * torch.randn(n_rows, kernel.HIDDEN, device="cuda", generator=gen) + 0.5
+    g = 1 + 0.2 * torch.randn(kernel.HIDDEN, device="cuda", generator=gen)
+    b = 0.2 * torch.randn(kernel.HIDDEN, device="cuda", generator=gen)
+    y = torch.full((n_rows + 1, kernel.HIDDEN), math.nan, device="cuda", dtype=torch.float16)
+    y_ref = y.clone()
+    kernel._layernorm(x, g, b, 1e-6, y_ref[: n_rows + 1], pad_row=True)
+    cs = []
+    for ln in (None, (x, g, b, 1e-6, y, r0, r1, pad)):
+        c = torch.full((m, kernel.QKV_DIM), math.nan, device="cuda", dtype=torch.float16)
+        kernel._launch(
+            [kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_BIAS, kernel.GLUON_GEMM["qkv"], ln=ln)]
+        )
+        cs.append(c)
+    torch.cuda.synchronize()
+    assert torch.equal(cs[0], cs[1]) and torch.isfinite(cs[1]).all()
+    done = torch.zeros(n_rows + 1, dtype=torch.bool, device="cuda")
+    done[r0:r1] = True
+    if pad >= 0:
+        done[pad] = True
+        assert (y[pad] == 0).all()
+    assert torch.isnan(y[~done]).all()  # nothing else written
+    assert (
+        y[r0:r1].float() - y_ref[r0:r1].float()
+    ).abs().max().item() <= 4e-3  # one fp16 rounding at |y| < 8
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
+@pytest.mark.parametrize(("ln_next", "tokens"), [(True, 20000), (False, 20000), (True, 3000)])
+def test_block_next_chunk_layernorm_gpu(monkeypatch, ln_next, tokens):
+    """The block over 3+ chunks on the GPU with each later chunk's LayerNorm1 beside the previous chunk's GEMMs
+    (mlp1 in Gluon at 20000-token chunks' sub-chunks, Triton at 3000) and without."""
+    monkeypatch.setattr(kernel, "GLUON_GEMM_LN_NEXT", ln_next)
+    _check_block("fp16", 2, 150, 200, workspace_tokens=tokens, mlp_split="always")
+
+
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("cfg", [("gluon", 208, 96, 96, 32), ("gluon", 224, 64, 64, 8)])
 def test_gluon_gemm_launch_carries_its_configuration(cfg):
@@ -664,6 +713,94 @@ def test_gluon_gemm_takes_the_stages_it_is_meant_for(monkeypatch):
         assert kinds.count(("_linear_gluon_residual_kernel", None)) == chunks  # proj
         mlp1 = kinds.count(("_linear_gluon_kernel", True))
         assert (mlp1 > 0) == bool(expect), (min_rows, f16x2, kinds)
+
+
+@pytest.mark.parametrize("weights", [[1], [3, 1, 1], [2304, 0, 3072], [5, 7]])
+@pytest.mark.parametrize("rows", [0, 1, 7, 1000, 65537])
+def test_row_shares_cover_the_rows_once(rows, weights):
+    shares = kernel._row_shares(rows, weights)
+    assert len(shares) == len(weights) and shares[0][0] == 0 and shares[-1][1] == rows
+    assert all(a[1] == b[0] for a, b in zip(shares, shares[1:], strict=False))
+    for (r0, r1), w in zip(shares, weights, strict=True):  # in proportion, up to one row
+        assert r0 <= r1 and abs((r1 - r0) - rows * w / sum(weights)) < 1 + 1e-9
+
+
+def _block_plan(monkeypatch, batch, height, width, ln_next):
+    """The launches forward() plans for sm_90a (a build's recording on meta tensors)."""
+    monkeypatch.setenv(kernel.TARGET_ARCH_ENV, "sm_90a")
+    monkeypatch.setattr(kernel, "GLUON_GEMM_LN_NEXT", ln_next)
+    launched = []
+    monkeypatch.setattr(kernel, "_launch", lambda plan: launched.extend(plan))
+    shapes = [(batch, height, width, 768), (2304, 768), (2304,), (768, 768), (768,), (27, 64), (27, 64)]
+    shapes += [(768,)] * 4 + [(3072, 768), (3072,), (768, 3072), (768,)]
+    args = [torch.empty(shape, device="meta") for shape in shapes]
+    kernel.forward(*args, 1e-6, torch.empty(batch, height, width, 768, device="meta"))
+    return [launch for launch in launched if launch[1] is not None]
+
+
+def _view(t: torch.Tensor) -> tuple:
+    return (t.storage_offset(), tuple(t.shape), t.stride(), t.dtype)
+
+
+@pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
+@pytest.mark.parametrize(("batch", "height", "width"), [(1, 30, 300), (2, 150, 200), (1, 300, 300)])
+@pytest.mark.parametrize("sms", [4, 132])
+def test_next_chunk_layernorm_beside_the_gemms(monkeypatch, batch, height, width, sms):
+    """GLUON_GEMM_LN_NEXT (sm_90): each later chunk's first LayerNorm1 rows, as many as ln_capacity gives the
+    previous chunk's Gluon GEMMs (qkv, and mlp1 where it runs in Gluon), go to those GEMMs in consecutive shares,
+    written where that chunk's qkv GEMM reads them; the rest (and the pad row) keep a LayerNorm launch, which
+    disappears when the GEMMs take every row (then the first of them writes the pad row). Only the first chunk's
+    LayerNorm1 converts the weights. Off, every chunk has its own whole LayerNorm1 launch. 1 x 30 x 300: mlp1 below
+    GLUON_GEMM_MIN_ROWS stays Triton; 4 and 132 programs a launch."""
+    pytest.importorskip("triton.experimental.gluon")
+    monkeypatch.setattr(kernel, "_num_sms", lambda device: sms)
+    sp = kernel.plan_scratch(batch, height, width)
+    assert len(sp.chunks) >= 2
+    off = _block_plan(monkeypatch, batch, height, width, False)
+    on = _block_plan(monkeypatch, batch, height, width, True)
+    ln1_off = [a for fn, grid, a, kw in off if fn is kernel._prologue_kernel and kw["PAD_ROW"]]
+    assert [a[4] for a in ln1_off] == [t1 - t0 for _, _, t0, t1 in sp.chunks]  # whole chunks
+    qkv = [
+        i for i, (fn, grid, a, kw) in enumerate(on) if fn is kernel._linear_gluon_kernel and not kw["GELU"]
+    ]
+    fused_any, done = False, 0
+    for c, (i0, i1) in enumerate(
+        zip(qkv, qkv[1:] + [len(on)], strict=True)
+    ):  # chunk c's launches from its qkv
+        a_c = on[i0][2][0].base  # what chunk c's qkv GEMM reads: its LayerNorm1 rows
+        t0, t1 = sp.chunks[c][2:]
+        before = on[i0 - 1 : i0] if i0 else []  # the launch just before the chunk's qkv GEMM
+        ln1 = [(a, kw) for fn, grid, a, kw in before if fn is kernel._prologue_kernel and kw["PAD_ROW"]]
+        hosts = [a for fn, grid, a, kw in on[i0:i1] if fn is kernel._linear_gluon_kernel and kw["LN"]]
+        if c + 1 == len(sp.chunks):
+            assert not hosts
+        if c + 1 < len(sp.chunks):
+            nt0, nt1 = sp.chunks[c + 1][2:]
+            gemms = [(a[0].base.shape[0], a[1].base.shape[0]) for fn, g, a, kw in on[i0:i1]
+                     if fn is kernel._linear_gluon_kernel]  # fmt: skip
+            caps = [kernel.ln_capacity(m, n, sms) for m, n in gemms]
+            k = min(nt1 - nt0, sum(caps))
+            assert len(hosts) == len(gemms) and k > 0
+            x_rows, w, b, y, r0, r1, pad, eps = zip(*(a[6:14] for a in hosts), strict=True)
+            assert {_view(t) for t in x_rows} == {(nt0 * 768, (nt1 - nt0, 768), (768, 1), torch.float32)}
+            assert {_view(t) for t in y} == {_view(on[qkv[c + 1]][2][0].base)}  # the next qkv GEMM's A
+            assert r0[0] == 0 and r1[-1] == k and all(a == b for a, b in zip(r1, r0[1:], strict=False))
+            assert pad == ((nt1 - nt0,) if k == nt1 - nt0 else (-1,)) + (-1,) * (len(hosts) - 1)
+            assert set(eps) == {1e-6}
+        # chunk c's own LayerNorm1 launch: whole (chunk 0, with the conversion), the rest past the previous
+        # chunk's GEMMs' rows, or none
+        assert len(ln1) == (1 if done < t1 - t0 else 0)
+        if ln1:
+            ((a, kw),) = ln1
+            assert a[4] == t1 - t0 - done and kw["CONVERT"] == (c == 0)
+            assert _view(a[0]) == (t0 * 768 + done * 768, (t1 - t0 - done, 768), (768, 1), torch.float32)
+            assert (
+                a[3].storage_offset() == a_c.storage_offset() + done * 768
+                and a[3].shape[0] == t1 - t0 - done + 1
+            )
+        fused_any |= done > 0
+        done = k if c + 1 < len(sp.chunks) else 0  # the next chunk's rows done beside these GEMMs
+    assert fused_any
 
 
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")

@@ -129,6 +129,15 @@ GLUON_GEMM_MIN_ROWS: dict[str, int] = {"qkv": 0, "mlp1": 8192, "proj": 0}
 #: The fp16 Gluon GEMM's epilogue stores its rows from registers (16-byte stores) instead of writing them back to
 #: shared memory for a TMA store (session 25, measured below).
 GLUON_GEMM_DIRECT_STORE = True
+#: The next chunk's LayerNorm1 by an extra warp of this chunk's Gluon GEMMs (qkv, mlp1), in row shares by their
+#: sizes, instead of its own launch (an HBM-bound pass beside compute-bound ones; session 28); the first chunk's
+#: LayerNorm1 (and the weight conversion) keeps its launch.
+GLUON_GEMM_LN_NEXT = True
+#: How many rows a GEMM launch takes (ln_capacity): its LayerNorm warps busy for this share of the GEMM's time, at
+#: this many us a row (two rows a step, the next two in flight), the GEMM's time estimated at this rate.
+GLUON_GEMM_LN_LOAD = 0.6
+GLUON_GEMM_LN_ROW_US = 0.8
+GLUON_GEMM_LN_TFLOPS = 650.0
 #: The CPU path (interpreter; `solbench build`'s recording on meta tensors) plans for the GPU this environment
 #: variable names (the harness sets it per architecture it builds for).
 TARGET_ARCH_ENV = "SOLBENCH_TARGET_ARCH"
@@ -1289,6 +1298,87 @@ if gluon is not None:
             t += 1
 
     @gluon.jit
+    def _gg_ln_pieces(x_s, q, lay: gl.constexpr):
+        """Row q's three 256-column pieces from the LayerNorm warp's ring (slots 3 q .. 3 q + 2, modulo its size)."""
+        NP: gl.constexpr = x_s.shape[0]
+        return (
+            x_s.index((3 * q) % NP).load(lay),
+            x_s.index((3 * q + 1) % NP).load(lay),
+            x_s.index((3 * q + 2) % NP).load(lay),
+        )
+
+    @gluon.jit
+    def _gg_ln_issue(x_s, x_ptr, q, first, step, r1, cols, C: gl.constexpr):
+        """cp.async of row q of this program (row first + q step, clamped to the last row) into the ring."""
+        NP: gl.constexpr = x_s.shape[0]
+        row = gl.minimum(first + q * step, r1 - 1).to(gl.int64) * C
+        for j in gl.static_range(3):
+            _gl_cp_load(x_s.index((3 * q + j) % NP), x_ptr + row + j * 256 + cols)
+
+    @gluon.jit
+    def _gg_ln_row(
+        x_s, w, b_ptr, y_ptr, q, first, step, n_mine, eps, cols, lay: gl.constexpr, C: gl.constexpr
+    ):
+        """Normalise row q of this program from the ring (two passes over shared memory) and store it (fp16); w:
+        the LayerNorm weight's three pieces, in registers."""
+        b = (gl.load(b_ptr + cols), gl.load(b_ptr + 256 + cols), gl.load(b_ptr + 512 + cols))
+        x0, x1, x2 = _gg_ln_pieces(x_s, q, lay)
+        mean = gl.sum(x0 + x1 + x2, axis=1)[:, None] / C
+        x0, x1, x2 = _gg_ln_pieces(x_s, q, lay)
+        x0 -= mean
+        x1 -= mean
+        x2 -= mean
+        rstd = (1.0 / gl.sqrt(gl.sum(x0 * x0 + x1 * x1 + x2 * x2, axis=1) / C + eps))[:, None]
+        row = (first + q * step).to(gl.int64) * C
+        for j in gl.static_range(3):
+            xj = x0 if j == 0 else (x1 if j == 1 else x2)
+            yj = xj * rstd * w[j] + b[j]
+            gl.store(y_ptr + row + j * 256 + cols, yj.to(gl.float16), mask=q < n_mine)
+
+    @gluon.jit
+    def _gg_layernorm_rows(
+        x_ptr, w_ptr, b_ptr, y_ptr, x_s, r0, r1, pad, eps, C: gl.constexpr, PDL: gl.constexpr,
+    ):  # fmt: skip
+        """One warp per program, beside the GEMM's partitions (GLUON_GEMM_LN_NEXT): LayerNorm of rows r0 .. r1 - 1
+        of x (fp32, C = 768 columns) into y (fp16), program p taking rows r0 + p, r0 + p + programs, ..., as
+        _prologue_kernel computes them (fp32 statistics, two-pass variance); the first program also writes row
+        `pad` of y as zeros when pad >= 0 (the padded token's row). These are the next chunk's rows: nothing else
+        of the launch reads or writes them. Two rows a step, the next two in flight by cp.async in x_s, a ring of
+        256-column pieces (16: four rows and a spare, as shapes are powers of two); each lane reads back only what
+        it copied itself, so the ring needs no barrier."""
+        gl.static_assert(C == 768)
+        gl.static_assert(x_s.shape[0] >= 12)
+        # [1, 256] pieces (a 2-d layout stays legal for the ring's slots in Triton 3.6): 8 fp32 a lane
+        lay: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, 1], [1, 0])
+        cols = gl.arange(0, 256, layout=gl.SliceLayout(0, lay))[None, :]
+        if PDL > 0:  # the previous kernel's reads and writes are done after this
+            gl.inline_asm_elementwise(
+                "griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1
+            )
+        if gl.program_id(0) == 0:
+            if pad >= 0:
+                zero = gl.zeros([1, 256], gl.float16, lay)
+                for j in gl.static_range(3):
+                    gl.store(y_ptr + pad.to(gl.int64) * C + j * 256 + cols, zero)
+        first = r0 + gl.program_id(0)
+        step = gl.num_programs(0)
+        if first < r1:
+            n_mine = (r1 - first + step - 1) // step
+            # the weight in registers (loaded per row with the bias, their L2 round trips were half the warp's
+            # time); the bias still per row, issued first (both in registers spill at 80)
+            w = (gl.load(w_ptr + cols), gl.load(w_ptr + 256 + cols), gl.load(w_ptr + 512 + cols))
+            AHEAD: gl.constexpr = (x_s.shape[0] - 3) // 3  # rows in flight beside the one being normalised
+            for k in gl.static_range(AHEAD):
+                _gg_ln_issue(x_s, x_ptr, k, first, step, r1, cols, C)
+                _gl_cp.commit_group()
+            for i in range(n_mine):  # rows past the last are loaded (copies of it), never stored
+                _gg_ln_issue(x_s, x_ptr, i + AHEAD, first, step, r1, cols, C)
+                _gl_cp.commit_group()
+                _gl_cp.wait_group(AHEAD)  # row i has landed
+                _gg_ln_row(x_s, w, b_ptr, y_ptr, i, first, step, n_mine, eps, cols, lay, C)
+            _gl_cp.wait_group(0)
+
+    @gluon.jit
     def _gg_barriers(N: gl.constexpr, COUNT: gl.constexpr):
         """N mbarriers, each completing a phase after COUNT arrivals."""
         bars = gl.allocate_shared_memory(gl.int64, [N, 1], _gl_bar.MBarrierLayout())
@@ -1304,7 +1394,7 @@ if gluon is not None:
         b_s = gl.allocate_shared_memory(w_desc.dtype, [STAGES] + w_desc.block_type.shape, w_desc.layout)
         return a_s, b_s, _gg_barriers(STAGES, 1), _gg_barriers(STAGES, 2)
 
-    @gluon.jit(do_not_specialize=["M"])
+    @gluon.jit(do_not_specialize=["M", "ln_r0", "ln_r1", "ln_pad"])
     def _linear_gluon_kernel(
         a_desc,  # [M, K] fp16, block [128, 64]
         w_desc,  # [N, K] fp16, block [256, 64]
@@ -1312,10 +1402,21 @@ if gluon is not None:
         c_ptr,  # the same c (DIRECT stores)
         bias_ptr,  # [N] fp32
         M,
+        ln_x_ptr,  # LN: the next chunk's x rows [.., 768] fp32, LayerNorm weight and bias [768] fp32
+        ln_w_ptr,
+        ln_b_ptr,
+        ln_y_ptr,  # LN: [.., 768] fp16, the next chunk's LayerNorm1 output
+        ln_r0,  # LN: rows ln_r0 .. ln_r1 - 1 of ln_x into ln_y, and row ln_pad of ln_y as zeros (if >= 0)
+        ln_r1,
+        ln_pad,
+        ln_eps,
         N: gl.constexpr,
         K: gl.constexpr,
         GELU: gl.constexpr = False,
         DIRECT: gl.constexpr = False,
+        LN: gl.constexpr = False,
+        LN_REGS: gl.constexpr = 80,
+        LN_PIECES: gl.constexpr = 16,
         GROUP_M: gl.constexpr = 8,
         STAGES: gl.constexpr = 3,
         CONSUMER_REGS: gl.constexpr = 216,
@@ -1331,26 +1432,53 @@ if gluon is not None:
         e_ready = _gg_barriers(2, 1)
         e_free = _gg_barriers(2, 1)
         _gl_fence()
-        # the argument tuples are written out in the call (a tuple held in a variable turns its constexprs into
-        # tensors in Triton 3.6)
-        gl.warp_specialize(
-            [
-                (
-                    _gg_consumer,
-                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M, STAGES,
-                     0, False),
-                ),
-                (
-                    _gg_consumer,
-                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M, STAGES,
-                     1, False),
-                ),
-                (_gg_epilogue, (c_desc, c_ptr, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2, DIRECT)),
-                (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
-            ],
-            [4, 2, 1],
-            [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS],
-        )  # fmt: skip
+        # the argument tuples are written out in each call (a tuple held in a variable turns its constexprs into
+        # tensors in Triton 3.6, and a list built by a conditional does not compile), so with LN the call is
+        # written out once more with the LayerNorm warp as a fourth worker partition (LN_REGS: the registers of
+        # the CTA's twelfth warp, which the three workers leave unused otherwise)
+        if LN:
+            ln_s = gl.allocate_shared_memory(
+                gl.float32, [LN_PIECES, 1, 256], gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+            )
+            gl.warp_specialize(
+                [
+                    (
+                        _gg_consumer,
+                        (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M,
+                         STAGES, 0, False),
+                    ),
+                    (
+                        _gg_consumer,
+                        (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M,
+                         STAGES, 1, False),
+                    ),
+                    (_gg_epilogue, (c_desc, c_ptr, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2, DIRECT)),
+                    (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
+                    (_gg_layernorm_rows, (ln_x_ptr, ln_w_ptr, ln_b_ptr, ln_y_ptr, ln_s, ln_r0, ln_r1, ln_pad,
+                                          ln_eps, K, PDL)),
+                ],
+                [4, 2, 1, 1],
+                [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS, LN_REGS],
+            )  # fmt: skip
+        else:
+            gl.warp_specialize(
+                [
+                    (
+                        _gg_consumer,
+                        (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M,
+                         STAGES, 0, False),
+                    ),
+                    (
+                        _gg_consumer,
+                        (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M,
+                         STAGES, 1, False),
+                    ),
+                    (_gg_epilogue, (c_desc, c_ptr, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2, DIRECT)),
+                    (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
+                ],
+                [4, 2, 1],
+                [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS],
+            )  # fmt: skip
 
     @gluon.jit
     def _gg_epilogue_residual(
@@ -1704,6 +1832,24 @@ def _layernorm(x, weight, bias, eps, y, pad_row=False, convert=None, shift=None)
     _launch([_layernorm_launch(x, weight, bias, eps, y, pad_row, convert, shift)])
 
 
+def ln_capacity(rows: int, n: int, sms: int) -> int:
+    """LayerNorm rows a Gluon GEMM launch of rows x n (K = 768) takes beside its tiles (GLUON_GEMM_LN_NEXT): its
+    programs' LayerNorm warps busy for GLUON_GEMM_LN_LOAD of the GEMM's time estimated at GLUON_GEMM_LN_TFLOPS,
+    at GLUON_GEMM_LN_ROW_US a row."""
+    programs = min(sms, triton.cdiv(rows, 128) * (n // 256))
+    gemm_us = 2 * rows * n * HIDDEN / (GLUON_GEMM_LN_TFLOPS * 1e6)
+    return int(programs * gemm_us * GLUON_GEMM_LN_LOAD / GLUON_GEMM_LN_ROW_US)
+
+
+def _row_shares(rows: int, weights: list[int]) -> list[tuple[int, int]]:
+    """Consecutive ranges covering rows 0 .. rows - 1, each of a size in proportion to its weight."""
+    total, acc, bounds = sum(weights), 0, [0]
+    for w in weights:
+        acc += w
+        bounds.append(rows * acc // total)
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
 def split_k_for(tiles: int, k_steps: int, slots: int, policy: str | int = "auto") -> int:
     """K splits of a GEMM with `tiles` output tiles of `k_steps` K steps on `slots` concurrent programs:
     the policy's count, or ("auto") the divisor s <= SPLIT_K_MAX of k_steps with the fewest waves x (k_steps /
@@ -1733,9 +1879,12 @@ def _linear_launch(
     residual: torch.Tensor | None = None,
     split_k: str | int = 1,  # EPILOGUE_RESIDUAL in place (residual is c), "tma" kind: K splits (split_k_for)
     bias2: torch.Tensor | None = None,  # [N] fp32, EPILOGUE_RESIDUAL: added with bias
+    ln: tuple | None = None,  # LayerNorm rows beside a Gluon GEMM (see _gluon_linear_launch)
 ) -> Launch:
     if cfg[0] == "gluon":
-        return _gluon_linear_launch(a, w, bias, c, epilogue, cfg, residual, bias2)
+        return _gluon_linear_launch(a, w, bias, c, epilogue, cfg, residual, bias2, ln)
+    if ln is not None:
+        raise ValueError("linear: LayerNorm rows only beside a Gluon GEMM")
     kind, block_m, block_n, block_k, group_m, warps, stages = cfg[:7]
     m, k = a.shape
     n = w.shape[0]
@@ -1793,10 +1942,14 @@ def _gluon_linear_launch(
     cfg: tuple,  # GLUON_GEMM[stage]
     residual: torch.Tensor | None = None,  # [M, N] fp32, EPILOGUE_RESIDUAL (not c itself)
     bias2: torch.Tensor | None = None,  # [N] fp32, EPILOGUE_RESIDUAL: added with bias
+    ln: tuple | None = None,  # (x, weight, bias, eps, y, r0, r1, pad): LayerNorm rows beside an fp16 GEMM
 ) -> Launch:
     """A Gluon GEMM's launch (sm_90): EPILOGUE_BIAS, EPILOGUE_GELU as GELU_F16X2 computes it (fp16 c, 128 x 256
-    tiles), or EPILOGUE_RESIDUAL (fp32 c, 128 x 128 tiles)."""
+    tiles), or EPILOGUE_RESIDUAL (fp32 c, 128 x 128 tiles). `ln`: the fp16 GEMM's extra warp also computes
+    LayerNorm rows r0 .. r1 - 1 of x into y (fp16) and zeros row pad of y (pad < 0: none); GLUON_GEMM_LN_NEXT."""
     _, consumer_regs, epilogue_regs, loader_regs, rows = cfg
+    if ln is not None and epilogue == EPILOGUE_RESIDUAL:
+        raise ValueError("Gluon GEMM: LayerNorm rows only beside the fp16 GEMM (qkv, mlp1)")
     m, k = a.shape
     n = w.shape[0]
     residual_ok = (
@@ -1835,8 +1988,30 @@ def _gluon_linear_launch(
         return _linear_gluon_residual_kernel, grid, args, {**meta, "BIAS2": bias2 is not None}
     if c.stride() != (n, 1):
         raise ValueError("the Gluon GEMM writes a contiguous fp16 c")
-    meta.update(GELU=epilogue == EPILOGUE_GELU, DIRECT=GLUON_GEMM_DIRECT_STORE)
-    return _linear_gluon_kernel, grid, (*operands, c, bias, m, n, k), meta
+    meta.update(GELU=epilogue == EPILOGUE_GELU, DIRECT=GLUON_GEMM_DIRECT_STORE, LN=ln is not None)
+    return _linear_gluon_kernel, grid, (*operands, c, bias, m, *_ln_host_args(ln, c), n, k), meta
+
+
+def _ln_host_args(ln: tuple | None, c: torch.Tensor) -> tuple:
+    """The LayerNorm arguments of `_linear_gluon_kernel` (see `_gluon_linear_launch`); without LayerNorm rows
+    the kernel never reads them (c stands in for the pointers, an empty range for the rows)."""
+    if ln is None:
+        return (c, c, c, c, 0, 0, -1, 0.0)
+    x, weight, bias, eps, y, r0, r1, pad = ln
+    if not (
+        x.dtype == weight.dtype == bias.dtype == torch.float32
+        and y.dtype == torch.float16
+        and x.shape[1:] == y.shape[1:] == weight.shape == bias.shape == (HIDDEN,)
+        and x.is_contiguous() and y.is_contiguous() and weight.is_contiguous() and bias.is_contiguous()
+        and 0 <= r0 <= r1 <= min(x.shape[0], y.shape[0])
+        and -1 <= pad < y.shape[0]
+    ):  # fmt: skip
+        raise ValueError(
+            "Gluon GEMM LayerNorm rows: expected contiguous fp32 x [n, 768], weight and bias [768], fp16 y "
+            f"[>= n, 768] and rows within both (got x {tuple(x.shape)}, y {tuple(y.shape)}, rows {r0}..{r1}, "
+            f"pad {pad})"
+        )
+    return (x, weight, bias, y, int(r0), int(r1), int(pad), float(eps))
 
 
 def _linear(a, w, bias, c, epilogue, cfg, residual=None, split_k=1) -> None:
@@ -2105,6 +2280,7 @@ def forward(
     eps = float(layer_norm_eps)
     weights = tuple(w.contiguous() for w in (qkv_weight, proj_weight, mlp_lin1_weight, mlp_lin2_weight))
     qkv_bias, proj_bias = qkv_bias.contiguous(), proj_bias.contiguous()
+    ln1_weight, ln1_bias = layer_norm1_weight.contiguous(), layer_norm1_bias.contiguous()
     rel_pos_h, rel_pos_w = rel_pos_h.contiguous(), rel_pos_w.contiguous()
     x = hidden_states.contiguous().view(tokens, HIDDEN)
     out = output.view(tokens, HIDDEN)
@@ -2136,24 +2312,50 @@ def forward(
     b2 = mlp_lin2_bias.contiguous() if cublas else None
     plan: list[Launch] = []
     out_h = out.view(torch.float16) if sp.compact else None  # [tokens, 1536]: a chunk's rows hold LN1's
-    for (band0, band1, t0, t1), subs in zip(sp.chunks, sp.mlp_subs, strict=True):
+
+    def ln1_rows(chunk: int) -> torch.Tensor:
+        """The chunk's LayerNorm1 output [n + 1, 768] (row n: zeros, so row n of qkv is the padded token's)."""
+        t0, t1 = sp.chunks[chunk][2:]
+        if sp.compact:  # in the chunk's own output rows, free until its projection
+            return out_h[t0:t1].reshape(-1)[: (t1 - t0 + 1) * HIDDEN].view(t1 - t0 + 1, HIDDEN)
+        return ws_a[: (t1 - t0 + 1) * HIDDEN].view(t1 - t0 + 1, HIDDEN)
+
+    ln1_from = 0  # this chunk's LayerNorm1 rows below this were computed beside the previous chunk's GEMMs
+    for ci, ((band0, band1, t0, t1), subs) in enumerate(zip(sp.chunks, sp.mlp_subs, strict=True)):
         n = t1 - t0
         qkv = ws_big[: (n + 1) * QKV_DIM].view(n + 1, QKV_DIM)
         x_c, out_c = x[t0:t1], out[t0:t1]
-        # row n of a: zeros, so row n of qkv is the padded token's
+        a = ln1_rows(ci)
         if sp.compact:
-            a = out_h[t0:t1].reshape(-1)[: (n + 1) * HIDDEN].view(n + 1, HIDDEN)  # free until the projection
             o = qkv[:n, :HIDDEN]  # over q
             a2, h_base = ws_big[: n * HIDDEN].view(n, HIDDEN), n * HIDDEN  # after the projection
         else:
-            a = ws_a[: (n + 1) * HIDDEN].view(n + 1, HIDDEN)
             o = a2 = a[:n]
             h_base = 0
+        # the next chunk's LayerNorm1 beside this chunk's Gluon GEMMs (GLUON_GEMM_LN_NEXT; its rows are the next
+        # chunk's own output rows, which nothing of this chunk touches), as many rows as their LayerNorm warps
+        # have time for (ln_capacity), in shares by that; the rest keeps a LayerNorm launch
+        cfgs = [gemm_cfg("qkv", n + 1)] + [gemm_cfg("mlp1", r1 - r0) for r0, r1 in subs]
+        shapes = [(n + 1, QKV_DIM)] + [(r1 - r0, MLP_DIM) for r0, r1 in subs]
+        hosts = [i for i, cfg in enumerate(cfgs) if cfg[0] == "gluon"]
+        ln_next: dict[int, tuple] = {}
+        next_from = 0
+        if GLUON_GEMM_LN_NEXT and sp.compact and hosts and ci + 1 < len(sp.chunks):
+            nt0, nt1 = sp.chunks[ci + 1][2:]
+            caps = [ln_capacity(*shapes[i], _num_sms(x.device)) for i in hosts]
+            next_from = min(nt1 - nt0, sum(caps))
+            rows = (x[nt0:nt1], ln1_weight, ln1_bias, eps, ln1_rows(ci + 1))
+            pad = nt1 - nt0 if next_from == nt1 - nt0 else -1  # the pad row with the first, if all rows go
+            for i, (r0, r1) in zip(hosts, _row_shares(next_from, caps), strict=True):
+                ln_next[i] = (*rows, r0, r1, pad if i == hosts[0] else -1)
+        if ln1_from < n:
+            plan.append(
+                _layernorm_launch(
+                    x_c[ln1_from:], ln1_weight, ln1_bias, eps, a[ln1_from:], pad_row=True, convert=convert
+                )
+            )
         plan += [
-            _layernorm_launch(
-                x_c, layer_norm1_weight, layer_norm1_bias, eps, a, pad_row=True, convert=convert
-            ),
-            _linear_launch(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, gemm_cfg("qkv", n + 1)),
+            _linear_launch(a, w_qkv, qkv_bias, qkv, EPILOGUE_BIAS, cfgs[0], ln=ln_next.get(0)),
             _window_attention_launch(
                 qkv, o, qkv_bias, rel_pos_h, rel_pos_w, t0, n, height, width, band0, band1 - band0, attn_cfg
             ),
@@ -2162,11 +2364,13 @@ def forward(
             ),
             _layernorm_launch(out_c, layer_norm2_weight, layer_norm2_bias, eps, a2, shift=b2),
         ]
-        for r0, r1 in subs:  # the MLP over row sub-chunks: h [r1 - r0, 3072] in qkv's space
+        for si, (r0, r1) in enumerate(subs):  # the MLP over row sub-chunks: h [r1 - r0, 3072] in qkv's space
             h = ws_big[h_base : h_base + (r1 - r0) * MLP_DIM].view(r1 - r0, MLP_DIM)
             out_s = out_c[r0:r1]
             plan.append(
-                _linear_launch(a2[r0:r1], w_mlp1, mlp_lin1_bias, h, GELU_EPILOGUE, gemm_cfg("mlp1", r1 - r0))
+                _linear_launch(
+                    a2[r0:r1], w_mlp1, mlp_lin1_bias, h, GELU_EPILOGUE, cfgs[1 + si], ln=ln_next.get(1 + si)
+                )
             )
             if cublas:  # out_s already holds x1 + b2
                 plan.append((_addmm_step, None, (out_s, h, w_mlp2.t()), {}))
@@ -2177,6 +2381,7 @@ def forward(
                     )
                 )
         convert = None  # the weights once, in the first chunk's LayerNorm launch
+        ln1_from = next_from
     _launch(plan)
 
 
