@@ -136,6 +136,8 @@ GLUON_GEMM_LN_NEXT = True
 #: How many rows a GEMM launch takes (ln_capacity): its LayerNorm warps busy for this share of the GEMM's time, at
 #: this many us a row (two rows a step, the next two in flight), the GEMM's time estimated at this rate.
 GLUON_GEMM_LN_LOAD = 0.6
+#: The LayerNorm warp's ring: 256-column fp32 pieces of shared memory (1 KB each; the GEMM leaves 18 KB).
+GLUON_GEMM_LN_PIECES = 16
 GLUON_GEMM_LN_ROW_US = 0.8
 GLUON_GEMM_LN_TFLOPS = 650.0
 #: The CPU path (interpreter; `solbench build`'s recording on meta tensors) plans for the GPU this environment
@@ -1337,7 +1339,7 @@ if gluon is not None:
 
     @gluon.jit
     def _gg_layernorm_rows(
-        x_ptr, w_ptr, b_ptr, y_ptr, x_s, r0, r1, pad, eps, C: gl.constexpr, PDL: gl.constexpr,
+        x_ptr, w_ptr, b_ptr, y_ptr, x_s, r0, r1, pad, eps, C: gl.constexpr, PDL: gl.constexpr, LN: gl.constexpr,
     ):  # fmt: skip
         """One warp per program, beside the GEMM's partitions (GLUON_GEMM_LN_NEXT): LayerNorm of rows r0 .. r1 - 1
         of x (fp32, C = 768 columns) into y (fp16), program p taking rows r0 + p, r0 + p + programs, ..., as
@@ -1346,37 +1348,40 @@ if gluon is not None:
         of the launch reads or writes them. Two rows a step, the next two in flight by cp.async in x_s, a ring of
         256-column pieces (16: four rows and a spare, as shapes are powers of two); each lane reads back only what
         it copied itself, so the ring needs no barrier."""
-        gl.static_assert(C == 768)
-        gl.static_assert(x_s.shape[0] >= 12)
-        # [1, 256] pieces (a 2-d layout stays legal for the ring's slots in Triton 3.6): 8 fp32 a lane
-        lay: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, 1], [1, 0])
-        cols = gl.arange(0, 256, layout=gl.SliceLayout(0, lay))[None, :]
-        if PDL > 0:  # the previous kernel's reads and writes are done after this
-            gl.inline_asm_elementwise(
-                "griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1
-            )
-        if gl.program_id(0) == 0:
-            if pad >= 0:
-                zero = gl.zeros([1, 256], gl.float16, lay)
-                for j in gl.static_range(3):
-                    gl.store(y_ptr + pad.to(gl.int64) * C + j * 256 + cols, zero)
-        first = r0 + gl.program_id(0)
-        step = gl.num_programs(0)
-        if first < r1:
-            n_mine = (r1 - first + step - 1) // step
-            # the weight in registers (loaded per row with the bias, their L2 round trips were half the warp's
-            # time); the bias still per row, issued first (both in registers spill at 80)
-            w = (gl.load(w_ptr + cols), gl.load(w_ptr + 256 + cols), gl.load(w_ptr + 512 + cols))
-            AHEAD: gl.constexpr = (x_s.shape[0] - 3) // 3  # rows in flight beside the one being normalised
-            for k in gl.static_range(AHEAD):
-                _gg_ln_issue(x_s, x_ptr, k, first, step, r1, cols, C)
-                _gl_cp.commit_group()
-            for i in range(n_mine):  # rows past the last are loaded (copies of it), never stored
-                _gg_ln_issue(x_s, x_ptr, i + AHEAD, first, step, r1, cols, C)
-                _gl_cp.commit_group()
-                _gl_cp.wait_group(AHEAD)  # row i has landed
-                _gg_ln_row(x_s, w, b_ptr, y_ptr, i, first, step, n_mine, eps, cols, lay, C)
-            _gl_cp.wait_group(0)
+        if LN:  # else nothing to do (the GEMM's launches without LayerNorm rows)
+            gl.static_assert(C == 768)
+            gl.static_assert(x_s.shape[0] >= 12)
+            # [1, 256] pieces (a 2-d layout stays legal for the ring's slots in Triton 3.6): 8 fp32 a lane
+            lay: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, 1], [1, 0])
+            cols = gl.arange(0, 256, layout=gl.SliceLayout(0, lay))[None, :]
+            if PDL > 0:  # the previous kernel's reads and writes are done after this
+                gl.inline_asm_elementwise(
+                    "griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1
+                )
+            if gl.program_id(0) == 0:
+                if pad >= 0:
+                    zero = gl.zeros([1, 256], gl.float16, lay)
+                    for j in gl.static_range(3):
+                        gl.store(y_ptr + pad.to(gl.int64) * C + j * 256 + cols, zero)
+            first = r0 + gl.program_id(0)
+            step = gl.num_programs(0)
+            if first < r1:
+                n_mine = (r1 - first + step - 1) // step
+                # the weight in registers (loaded per row with the bias, their L2 round trips were half the warp's
+                # time); the bias still per row, issued first (both in registers spill at 80)
+                w = (gl.load(w_ptr + cols), gl.load(w_ptr + 256 + cols), gl.load(w_ptr + 512 + cols))
+                AHEAD: gl.constexpr = (
+                    x_s.shape[0] - 3
+                ) // 3  # rows in flight beside the one being normalised
+                for k in gl.static_range(AHEAD):
+                    _gg_ln_issue(x_s, x_ptr, k, first, step, r1, cols, C)
+                    _gl_cp.commit_group()
+                for i in range(n_mine):  # rows past the last are loaded (copies of it), never stored
+                    _gg_ln_issue(x_s, x_ptr, i + AHEAD, first, step, r1, cols, C)
+                    _gl_cp.commit_group()
+                    _gl_cp.wait_group(AHEAD)  # row i has landed
+                    _gg_ln_row(x_s, w, b_ptr, y_ptr, i, first, step, n_mine, eps, cols, lay, C)
+                _gl_cp.wait_group(0)
 
     @gluon.jit
     def _gg_barriers(N: gl.constexpr, COUNT: gl.constexpr):
@@ -1416,7 +1421,7 @@ if gluon is not None:
         DIRECT: gl.constexpr = False,
         LN: gl.constexpr = False,
         LN_REGS: gl.constexpr = 80,
-        LN_PIECES: gl.constexpr = 16,
+        LN_PIECES: gl.constexpr = 1,
         GROUP_M: gl.constexpr = 8,
         STAGES: gl.constexpr = 3,
         CONSUMER_REGS: gl.constexpr = 216,
@@ -1432,53 +1437,33 @@ if gluon is not None:
         e_ready = _gg_barriers(2, 1)
         e_free = _gg_barriers(2, 1)
         _gl_fence()
-        # the argument tuples are written out in each call (a tuple held in a variable turns its constexprs into
-        # tensors in Triton 3.6, and a list built by a conditional does not compile), so with LN the call is
-        # written out once more with the LayerNorm warp as a fourth worker partition (LN_REGS: the registers of
-        # the CTA's twelfth warp, which the three workers leave unused otherwise)
-        if LN:
-            ln_s = gl.allocate_shared_memory(
-                gl.float32, [LN_PIECES, 1, 256], gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
-            )
-            gl.warp_specialize(
-                [
-                    (
-                        _gg_consumer,
-                        (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M,
-                         STAGES, 0, False),
-                    ),
-                    (
-                        _gg_consumer,
-                        (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M,
-                         STAGES, 1, False),
-                    ),
-                    (_gg_epilogue, (c_desc, c_ptr, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2, DIRECT)),
-                    (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
-                    (_gg_layernorm_rows, (ln_x_ptr, ln_w_ptr, ln_b_ptr, ln_y_ptr, ln_s, ln_r0, ln_r1, ln_pad,
-                                          ln_eps, K, PDL)),
-                ],
-                [4, 2, 1, 1],
-                [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS, LN_REGS],
-            )  # fmt: skip
-        else:
-            gl.warp_specialize(
-                [
-                    (
-                        _gg_consumer,
-                        (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M,
-                         STAGES, 0, False),
-                    ),
-                    (
-                        _gg_consumer,
-                        (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M,
-                         STAGES, 1, False),
-                    ),
-                    (_gg_epilogue, (c_desc, c_ptr, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2, DIRECT)),
-                    (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
-                ],
-                [4, 2, 1],
-                [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS],
-            )  # fmt: skip
+        # the LayerNorm warp (LN) is the CTA's twelfth, which the three other workers leave unused (Triton pads the
+        # 11 warps to 12; LN_REGS: its registers); without LN it returns at once and its ring is one piece
+        ln_s = gl.allocate_shared_memory(
+            gl.float32, [LN_PIECES, 1, 256], gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+        )
+        # the argument tuples are written out in the call (a tuple held in a variable turns its constexprs into
+        # tensors in Triton 3.6)
+        gl.warp_specialize(
+            [
+                (
+                    _gg_consumer,
+                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M, STAGES,
+                     0, False),
+                ),
+                (
+                    _gg_consumer,
+                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M, STAGES,
+                     1, False),
+                ),
+                (_gg_epilogue, (c_desc, c_ptr, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2, DIRECT)),
+                (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
+                (_gg_layernorm_rows, (ln_x_ptr, ln_w_ptr, ln_b_ptr, ln_y_ptr, ln_s, ln_r0, ln_r1, ln_pad, ln_eps,
+                                      K, PDL, LN)),
+            ],
+            [4, 2, 1, 1],
+            [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS, LN_REGS],
+        )  # fmt: skip
 
     @gluon.jit
     def _gg_epilogue_residual(
@@ -1989,6 +1974,8 @@ def _gluon_linear_launch(
     if c.stride() != (n, 1):
         raise ValueError("the Gluon GEMM writes a contiguous fp16 c")
     meta.update(GELU=epilogue == EPILOGUE_GELU, DIRECT=GLUON_GEMM_DIRECT_STORE, LN=ln is not None)
+    if ln is not None:
+        meta["LN_PIECES"] = GLUON_GEMM_LN_PIECES
     return _linear_gluon_kernel, grid, (*operands, c, bias, m, *_ln_host_args(ln, c), n, k), meta
 
 
