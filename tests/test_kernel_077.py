@@ -616,11 +616,14 @@ def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2):
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 @pytest.mark.parametrize(("m", "n_rows", "r0", "r1", "pad"), [(100, 1, 0, 1, 1), (4097, 3000, 17, 2990, -1),
                                                              (33000, 40000, 0, 40000, 40000)])  # fmt: skip
-def test_gluon_gemm_layernorm_rows_gpu(m, n_rows, r0, r1, pad):
+@pytest.mark.parametrize("params", [0, 1, 2])
+def test_gluon_gemm_layernorm_rows_gpu(monkeypatch, m, n_rows, r0, r1, pad, params):
     """The Gluon GEMM's LayerNorm warp (GLUON_GEMM_LN_NEXT): rows r0 .. r1 - 1 as the LayerNorm launch computes
-    them, the pad row zeros, no other row touched (NaN-poisoned); the GEMM's own output unchanged, bit for bit."""
+    them, the pad row zeros, no other row touched (NaN-poisoned); the GEMM's own output unchanged, bit for bit; each
+    place of the LayerNorm weight and bias (GLUON_GEMM_LN_PARAMS)."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon GEMM runs on sm_90 only")
+    monkeypatch.setattr(kernel, "GLUON_GEMM_LN_PARAMS", params)
     gen = torch.Generator(device="cuda").manual_seed(13)
     a = torch.randn(m, kernel.HIDDEN, device="cuda", generator=gen).half()
     w = (0.03 * torch.randn(kernel.QKV_DIM, kernel.HIDDEN, device="cuda", generator=gen)).half()
@@ -649,6 +652,35 @@ def test_gluon_gemm_layernorm_rows_gpu(m, n_rows, r0, r1, pad):
     assert (
         y[r0:r1].float() - y_ref[r0:r1].float()
     ).abs().max().item() <= 4e-3  # one fp16 rounding at |y| < 8
+
+
+@pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
+@pytest.mark.parametrize("params", [0, 2])
+def test_gluon_gemm_layernorm_settings_reach_the_launch(monkeypatch, params):
+    """GLUON_GEMM_LN_PIECES / _PARAMS reach a launch with LayerNorm rows (meta tensors, as a build records it);
+    without rows the kernel's LN is off and keeps its one-piece ring; bad rows are refused."""
+    monkeypatch.setattr(kernel, "GLUON_GEMM_LN_PARAMS", params)
+    a = torch.empty(300, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    w = torch.empty(kernel.QKV_DIM, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    c = torch.empty(300, kernel.QKV_DIM, dtype=torch.float16, device="meta")
+    bias = torch.empty(kernel.QKV_DIM, device="meta")
+    x, g = torch.empty(50, kernel.HIDDEN, device="meta"), torch.empty(kernel.HIDDEN, device="meta")
+    y = torch.empty(51, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    cfg = kernel.GLUON_GEMM["qkv"]
+    fn, grid, args, meta = kernel._linear_launch(
+        a, w, bias, c, kernel.EPILOGUE_BIAS, cfg, ln=(x, g, g, 1e-5, y, 3, 40, 50)
+    )
+    assert meta["LN"] is True and (meta["LN_PIECES"], meta["LN_PARAMS"]) == (
+        kernel.GLUON_GEMM_LN_PIECES,
+        params,
+    )
+    assert args[6:14] == (x, g, g, y, 3, 40, 50, 1e-5)
+    assert set(meta) - {"num_warps", "launch_pdl"} <= set(inspect.signature(fn.fn).parameters)
+    fn, grid, args, meta = kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_BIAS, cfg)
+    assert meta["LN"] is False and "LN_PIECES" not in meta and args[10:13] == (0, 0, -1)
+    for bad in ((x, g, g, 1e-5, y, 0, 51, -1), (x, g, g, 1e-5, y, 0, 10, 51), (x, g, g, 1e-5, x, 0, 10, -1)):
+        with pytest.raises(ValueError):
+            kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_BIAS, cfg, ln=bad)
 
 
 @pytest.mark.gpu

@@ -129,17 +129,21 @@ GLUON_GEMM_MIN_ROWS: dict[str, int] = {"qkv": 0, "mlp1": 8192, "proj": 0}
 #: The fp16 Gluon GEMM's epilogue stores its rows from registers (16-byte stores) instead of writing them back to
 #: shared memory for a TMA store (session 25, measured below).
 GLUON_GEMM_DIRECT_STORE = True
-#: The next chunk's LayerNorm1 by an extra warp of this chunk's Gluon GEMMs (qkv, mlp1), in row shares by their
-#: sizes, instead of its own launch (an HBM-bound pass beside compute-bound ones; session 28); the first chunk's
-#: LayerNorm1 (and the weight conversion) keeps its launch.
+#: The next chunk's LayerNorm1 rows by an extra warp of this chunk's Gluon GEMMs (qkv, mlp1), as many as
+#: ln_capacity gives them, instead of in its own launch (an HBM-bound pass beside compute-bound ones; session 28:
+#: 0.2-1.0 % in A/Bs); the rest, and the first chunk's LayerNorm1 (with the weight conversion), keep a launch.
 GLUON_GEMM_LN_NEXT = True
-#: How many rows a GEMM launch takes (ln_capacity): its LayerNorm warps busy for this share of the GEMM's time, at
-#: this many us a row (two rows a step, the next two in flight), the GEMM's time estimated at this rate.
+#: ln_capacity: a GEMM launch's LayerNorm warps busy for this share of its time, estimated at this rate, at this
+#: many us a row (H200, session 28: ~0.54 us a row alone, ~1 us beside the GEMM's tiles).
 GLUON_GEMM_LN_LOAD = 0.6
+GLUON_GEMM_LN_TFLOPS = 650.0
+GLUON_GEMM_LN_ROW_US = 0.8
 #: The LayerNorm warp's ring: 256-column fp32 pieces of shared memory (1 KB each; the GEMM leaves 18 KB).
 GLUON_GEMM_LN_PIECES = 16
-GLUON_GEMM_LN_ROW_US = 0.8
-GLUON_GEMM_LN_TFLOPS = 650.0
+#: Where the LayerNorm warp keeps the LayerNorm weight and bias (_gg_layernorm_rows): 0 the weight in registers, the
+#: bias loaded per row (session 28's measured form); 1 the bias in the ring's spare pieces; 2 both there. 1 and 2
+#: are prepared for the H200 (session 28: without the weight / bias loads the warp was 3x faster), not measured.
+GLUON_GEMM_LN_PARAMS = 0
 #: The CPU path (interpreter; `solbench build`'s recording on meta tensors) plans for the GPU this environment
 #: variable names (the harness sets it per architecture it builds for).
 TARGET_ARCH_ENV = "SOLBENCH_TARGET_ARCH"
@@ -1300,33 +1304,40 @@ if gluon is not None:
             t += 1
 
     @gluon.jit
-    def _gg_ln_pieces(x_s, q, lay: gl.constexpr):
-        """Row q's three 256-column pieces from the LayerNorm warp's ring (slots 3 q .. 3 q + 2, modulo its size)."""
-        NP: gl.constexpr = x_s.shape[0]
+    def _gg_ln_pieces(x_s, q, NR: gl.constexpr, lay: gl.constexpr):
+        """Row q's three 256-column pieces from the LayerNorm warp's ring (slots 3 q .. 3 q + 2, modulo NR)."""
         return (
-            x_s.index((3 * q) % NP).load(lay),
-            x_s.index((3 * q + 1) % NP).load(lay),
-            x_s.index((3 * q + 2) % NP).load(lay),
+            x_s.index((3 * q) % NR).load(lay),
+            x_s.index((3 * q + 1) % NR).load(lay),
+            x_s.index((3 * q + 2) % NR).load(lay),
         )
 
     @gluon.jit
-    def _gg_ln_issue(x_s, x_ptr, q, first, step, r1, cols, C: gl.constexpr):
+    def _gg_ln_issue(x_s, x_ptr, q, first, step, r1, cols, NR: gl.constexpr, C: gl.constexpr):
         """cp.async of row q of this program (row first + q step, clamped to the last row) into the ring."""
-        NP: gl.constexpr = x_s.shape[0]
         row = gl.minimum(first + q * step, r1 - 1).to(gl.int64) * C
         for j in gl.static_range(3):
-            _gl_cp_load(x_s.index((3 * q + j) % NP), x_ptr + row + j * 256 + cols)
+            _gl_cp_load(x_s.index((3 * q + j) % NR), x_ptr + row + j * 256 + cols)
 
     @gluon.jit
     def _gg_ln_row(
-        x_s, w, b_ptr, y_ptr, q, first, step, n_mine, eps, cols, lay: gl.constexpr, C: gl.constexpr
-    ):
-        """Normalise row q of this program from the ring (two passes over shared memory) and store it (fp16); w:
-        the LayerNorm weight's three pieces, in registers."""
-        b = (gl.load(b_ptr + cols), gl.load(b_ptr + 256 + cols), gl.load(b_ptr + 512 + cols))
-        x0, x1, x2 = _gg_ln_pieces(x_s, q, lay)
+        x_s, w, b_ptr, y_ptr, q, first, step, n_mine, eps, cols, NR: gl.constexpr, PARAMS: gl.constexpr,
+        lay: gl.constexpr, C: gl.constexpr,
+    ):  # fmt: skip
+        """Normalise row q of this program from the ring (two passes over shared memory) and store it (fp16). The
+        LayerNorm weight and bias (PARAMS, see _gg_layernorm_rows): w the weight's three pieces in registers
+        (PARAMS 0, 1), else from slots NR .. NR + 2 of x_s; the bias from b_ptr (0) or slots NR .. NR + 2 (1) or
+        NR + 3 .. NR + 5 (2)."""
+        if PARAMS == 0:
+            b = (gl.load(b_ptr + cols), gl.load(b_ptr + 256 + cols), gl.load(b_ptr + 512 + cols))
+        else:
+            PB: gl.constexpr = NR if PARAMS == 1 else NR + 3
+            b = (x_s.index(PB).load(lay), x_s.index(PB + 1).load(lay), x_s.index(PB + 2).load(lay))
+        if PARAMS == 2:
+            w = (x_s.index(NR).load(lay), x_s.index(NR + 1).load(lay), x_s.index(NR + 2).load(lay))
+        x0, x1, x2 = _gg_ln_pieces(x_s, q, NR, lay)
         mean = gl.sum(x0 + x1 + x2, axis=1)[:, None] / C
-        x0, x1, x2 = _gg_ln_pieces(x_s, q, lay)
+        x0, x1, x2 = _gg_ln_pieces(x_s, q, NR, lay)
         x0 -= mean
         x1 -= mean
         x2 -= mean
@@ -1340,17 +1351,22 @@ if gluon is not None:
     @gluon.jit
     def _gg_layernorm_rows(
         x_ptr, w_ptr, b_ptr, y_ptr, x_s, r0, r1, pad, eps, C: gl.constexpr, PDL: gl.constexpr, LN: gl.constexpr,
+        PARAMS: gl.constexpr,
     ):  # fmt: skip
         """One warp per program, beside the GEMM's partitions (GLUON_GEMM_LN_NEXT): LayerNorm of rows r0 .. r1 - 1
         of x (fp32, C = 768 columns) into y (fp16), program p taking rows r0 + p, r0 + p + programs, ..., as
         _prologue_kernel computes them (fp32 statistics, two-pass variance); the first program also writes row
         `pad` of y as zeros when pad >= 0 (the padded token's row). These are the next chunk's rows: nothing else
-        of the launch reads or writes them. Two rows a step, the next two in flight by cp.async in x_s, a ring of
-        256-column pieces (16: four rows and a spare, as shapes are powers of two); each lane reads back only what
-        it copied itself, so the ring needs no barrier."""
-        if LN:  # else nothing to do (the GEMM's launches without LayerNorm rows)
+        of the launch reads or writes them. One row a step, the next rows in flight by cp.async in x_s, a ring of
+        256-column pieces (a row is three; 16 pieces: four rows ahead and a spare piece, as shapes are powers of
+        two); each lane reads back only what it copied itself, so the ring needs no barrier. PARAMS
+        (GLUON_GEMM_LN_PARAMS): 0 the weight in registers and the bias loaded per row (measured), 1 the bias in
+        three of the ring's pieces (three rows ahead), 2 the weight too (two rows ahead). LN False: nothing to do
+        (a launch without LayerNorm rows; the warp is the CTA's twelfth, there anyway)."""
+        if LN:
             gl.static_assert(C == 768)
-            gl.static_assert(x_s.shape[0] >= 12)
+            gl.static_assert(x_s.shape[0] == 16)
+            NR: gl.constexpr = 16 if PARAMS == 0 else (12 if PARAMS == 1 else 9)  # the rows' pieces
             # [1, 256] pieces (a 2-d layout stays legal for the ring's slots in Triton 3.6): 8 fp32 a lane
             lay: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, 1], [1, 0])
             cols = gl.arange(0, 256, layout=gl.SliceLayout(0, lay))[None, :]
@@ -1368,19 +1384,24 @@ if gluon is not None:
             if first < r1:
                 n_mine = (r1 - first + step - 1) // step
                 # the weight in registers (loaded per row with the bias, their L2 round trips were half the warp's
-                # time); the bias still per row, issued first (both in registers spill at 80)
+                # time; both in registers spill at 80), or in the ring's spare pieces with the bias (PARAMS)
                 w = (gl.load(w_ptr + cols), gl.load(w_ptr + 256 + cols), gl.load(w_ptr + 512 + cols))
-                AHEAD: gl.constexpr = (
-                    x_s.shape[0] - 3
-                ) // 3  # rows in flight beside the one being normalised
+                if PARAMS > 0:  # their own copy group, older than every row's
+                    for j in gl.static_range(3):
+                        _gl_cp_load(x_s.index(NR + j + (3 if PARAMS == 2 else 0)), b_ptr + j * 256 + cols)
+                        if PARAMS == 2:
+                            _gl_cp_load(x_s.index(NR + j), w_ptr + j * 256 + cols)
+                    _gl_cp.commit_group()
+                # rows in flight beside the one being normalised
+                AHEAD: gl.constexpr = (NR - 3) // 3
                 for k in gl.static_range(AHEAD):
-                    _gg_ln_issue(x_s, x_ptr, k, first, step, r1, cols, C)
+                    _gg_ln_issue(x_s, x_ptr, k, first, step, r1, cols, NR, C)
                     _gl_cp.commit_group()
                 for i in range(n_mine):  # rows past the last are loaded (copies of it), never stored
-                    _gg_ln_issue(x_s, x_ptr, i + AHEAD, first, step, r1, cols, C)
+                    _gg_ln_issue(x_s, x_ptr, i + AHEAD, first, step, r1, cols, NR, C)
                     _gl_cp.commit_group()
-                    _gl_cp.wait_group(AHEAD)  # row i has landed
-                    _gg_ln_row(x_s, w, b_ptr, y_ptr, i, first, step, n_mine, eps, cols, lay, C)
+                    _gl_cp.wait_group(AHEAD)  # row i (and the weight / bias pieces) have landed
+                    _gg_ln_row(x_s, w, b_ptr, y_ptr, i, first, step, n_mine, eps, cols, NR, PARAMS, lay, C)
                 _gl_cp.wait_group(0)
 
     @gluon.jit
@@ -1422,6 +1443,7 @@ if gluon is not None:
         LN: gl.constexpr = False,
         LN_REGS: gl.constexpr = 80,
         LN_PIECES: gl.constexpr = 1,
+        LN_PARAMS: gl.constexpr = 0,
         GROUP_M: gl.constexpr = 8,
         STAGES: gl.constexpr = 3,
         CONSUMER_REGS: gl.constexpr = 216,
@@ -1459,7 +1481,7 @@ if gluon is not None:
                 (_gg_epilogue, (c_desc, c_ptr, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2, DIRECT)),
                 (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
                 (_gg_layernorm_rows, (ln_x_ptr, ln_w_ptr, ln_b_ptr, ln_y_ptr, ln_s, ln_r0, ln_r1, ln_pad, ln_eps,
-                                      K, PDL, LN)),
+                                      K, PDL, LN, LN_PARAMS)),
             ],
             [4, 2, 1, 1],
             [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS, LN_REGS],
@@ -1975,7 +1997,7 @@ def _gluon_linear_launch(
         raise ValueError("the Gluon GEMM writes a contiguous fp16 c")
     meta.update(GELU=epilogue == EPILOGUE_GELU, DIRECT=GLUON_GEMM_DIRECT_STORE, LN=ln is not None)
     if ln is not None:
-        meta["LN_PIECES"] = GLUON_GEMM_LN_PIECES
+        meta.update(LN_PIECES=GLUON_GEMM_LN_PIECES, LN_PARAMS=GLUON_GEMM_LN_PARAMS)
     return _linear_gluon_kernel, grid, (*operands, c, bias, m, *_ln_host_args(ln, c), n, k), meta
 
 
