@@ -1758,8 +1758,8 @@ class Config:
     csplit: int = 4  # (1 until session 4)
     csplit1: int = 4
     # phases 1, 2 and 6 in one wave: halve csplit1 / csplit once where the phase's work items would exceed the
-    # programs (as ksplit_fit below). Prepared in session 27 for csplit / csplit1 8 (tune.py cs8f, c1s8f, c26s8f),
-    # not measured yet: off
+    # programs (as ksplit_fit below). Prepared in session 27 for csplit / csplit1 8 (tune.py cs8f, c1s8f, c26s8f);
+    # session 28 (H200, NOTES.md): all three within 0.4 % of the default on 12 workloads: off
     csplit_fit: bool = False
     # phase 1's q/k/v contraction split over this many work items (phase 1a, "PHASE 8"), which add into an
     # accumulator that phase 1 then reads (one more barrier); 1: phase 1 does the whole K loop itself.

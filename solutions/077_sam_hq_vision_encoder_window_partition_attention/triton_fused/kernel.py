@@ -860,6 +860,15 @@ except ImportError:  # a Triton without Gluon's Hopper API: the tl kernels only
 if gluon is not None:
 
     @gluon.jit
+    def _gl_pdl_enter(PDL: gl.constexpr):
+        """_pdl_enter's wait for a Gluon partition: with programmatic dependent launch (PDL > 0) the previous
+        kernel's reads and writes are done after this."""
+        if PDL > 0:
+            gl.inline_asm_elementwise(
+                "griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1
+            )
+
+    @gluon.jit
     def _ga_group_landed(bar, LEFT: gl.constexpr):
         """Once at most LEFT copy groups are in flight, every loader thread's copies of the older ones are visible
         to the async proxy (the consumers' wgmma) and one thread arrives on bar."""
@@ -931,10 +940,7 @@ if gluon is not None:
         Q tiles wait for this item's consumers) by cp.async, and store the previous item's o from shared memory
         once its consumers have put it there. The o stores come after an item's copies, so they never hold back
         the copies the consumers wait for."""
-        if PDL > 0:  # the previous kernel's writes (qkv) are visible after this
-            gl.inline_asm_elementwise(
-                "griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1
-            )
+        _gl_pdl_enter(PDL)  # the previous kernel's writes (qkv) are visible after this
         lay: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])  # [16 slots, 64 channels]
         j = gl.arange(0, 16, layout=gl.SliceLayout(1, lay))
         d = gl.arange(0, 64, layout=gl.SliceLayout(0, lay))
@@ -1200,10 +1206,7 @@ if gluon is not None:
         BM: gl.constexpr = a_desc.block_type.shape[0]
         BK: gl.constexpr = a_desc.block_type.shape[1]
         BN: gl.constexpr = w_desc.block_type.shape[0]
-        if PDL > 0:  # the previous kernel's writes (a; c's space) are visible after this
-            gl.inline_asm_elementwise(
-                "griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1
-            )
+        _gl_pdl_enter(PDL)  # the previous kernel's writes (a; c's space) are visible after this
         c = 0
         for tile in range(gl.program_id(0), gl.cdiv(M, BM) * (N // BN), gl.num_programs(0)):
             off_m, off_n = _gg_coords(tile, M, N, BM, BN, GROUP_M)
@@ -1370,10 +1373,7 @@ if gluon is not None:
             # [1, 256] pieces (a 2-d layout stays legal for the ring's slots in Triton 3.6): 8 fp32 a lane
             lay: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, 1], [1, 0])
             cols = gl.arange(0, 256, layout=gl.SliceLayout(0, lay))[None, :]
-            if PDL > 0:  # the previous kernel's reads and writes are done after this
-                gl.inline_asm_elementwise(
-                    "griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1
-                )
+            _gl_pdl_enter(PDL)
             if gl.program_id(0) == 0:
                 if pad >= 0:
                     zero = gl.zeros([1, 256], gl.float16, lay)
@@ -1385,7 +1385,9 @@ if gluon is not None:
                 n_mine = (r1 - first + step - 1) // step
                 # the weight in registers (loaded per row with the bias, their L2 round trips were half the warp's
                 # time; both in registers spill at 80), or in the ring's spare pieces with the bias (PARAMS)
-                w = (gl.load(w_ptr + cols), gl.load(w_ptr + 256 + cols), gl.load(w_ptr + 512 + cols))
+                w = None
+                if PARAMS < 2:
+                    w = (gl.load(w_ptr + cols), gl.load(w_ptr + 256 + cols), gl.load(w_ptr + 512 + cols))
                 if PARAMS > 0:  # their own copy group, older than every row's
                     for j in gl.static_range(3):
                         _gl_cp_load(x_s.index(NR + j + (3 if PARAMS == 2 else 0)), b_ptr + j * 256 + cols)
