@@ -134,16 +134,17 @@ GLUON_GEMM_DIRECT_STORE = True
 #: 0.2-1.0 % in A/Bs); the rest, and the first chunk's LayerNorm1 (with the weight conversion), keep a launch.
 GLUON_GEMM_LN_NEXT = True
 #: ln_capacity: a GEMM launch's LayerNorm warps busy for this share of its time, estimated at this rate, at this
-#: many us a row (H200, session 28: ~0.54 us a row alone, ~1 us beside the GEMM's tiles).
+#: many us a row (H200, session 28: ~0.54 us a row alone, ~1 us beside the GEMM's tiles with PARAMS 0; session 29:
+#: PARAMS 1 rows 8-17 % cheaper, and 0.65 here instead of 0.8 faster on 6 of 7 workloads in an A/B).
 GLUON_GEMM_LN_LOAD = 0.6
 GLUON_GEMM_LN_TFLOPS = 650.0
-GLUON_GEMM_LN_ROW_US = 0.8
+GLUON_GEMM_LN_ROW_US = 0.65
 #: The LayerNorm warp's ring: 256-column fp32 pieces of shared memory (1 KB each; the GEMM leaves 18 KB).
 GLUON_GEMM_LN_PIECES = 16
 #: Where the LayerNorm warp keeps the LayerNorm weight and bias (_gg_layernorm_rows): 0 the weight in registers, the
-#: bias loaded per row (session 28's measured form); 1 the bias in the ring's spare pieces; 2 both there. 1 and 2
-#: are prepared for the H200 (session 28: without the weight / bias loads the warp was 3x faster), not measured.
-GLUON_GEMM_LN_PARAMS = 0
+#: bias loaded per row (session 28's form); 1 the bias in the ring's spare pieces; 2 both there. Session 29 (one
+#: launch, 65536 rows beside a 65537- / 16385-row qkv GEMM): 0 493 / 350 us, 1 451 / 291, 2 461 / 294.
+GLUON_GEMM_LN_PARAMS = 1
 #: The CPU path (interpreter; `solbench build`'s recording on meta tensors) plans for the GPU this environment
 #: variable names (the harness sets it per architecture it builds for).
 TARGET_ARCH_ENV = "SOLBENCH_TARGET_ARCH"
@@ -1363,7 +1364,7 @@ if gluon is not None:
         of the launch reads or writes them. One row a step, the next rows in flight by cp.async in x_s, a ring of
         256-column pieces (a row is three; 16 pieces: four rows ahead and a spare piece, as shapes are powers of
         two); each lane reads back only what it copied itself, so the ring needs no barrier. PARAMS
-        (GLUON_GEMM_LN_PARAMS): 0 the weight in registers and the bias loaded per row (measured), 1 the bias in
+        (GLUON_GEMM_LN_PARAMS): 0 the weight in registers and the bias loaded per row, 1 (the default) the bias in
         three of the ring's pieces (three rows ahead), 2 the weight too (two rows ahead). LN False: nothing to do
         (a launch without LayerNorm rows; the warp is the CTA's twelfth, there anyway)."""
         if LN:
@@ -2354,10 +2355,10 @@ def forward(
         if GLUON_GEMM_LN_NEXT and sp.compact and hosts and ci + 1 < len(sp.chunks):
             nt0, nt1 = sp.chunks[ci + 1][2:]
             caps = [ln_capacity(*shapes[i], _num_sms(x.device)) for i in hosts]
-            next_from = min(nt1 - nt0, sum(caps))
+            next_from = min(nt1 - nt0, sum(caps))  # 0 for small chunks (no row fits beside their tiles)
             rows = (x[nt0:nt1], ln1_weight, ln1_bias, eps, ln1_rows(ci + 1))
             pad = nt1 - nt0 if next_from == nt1 - nt0 else -1  # the pad row with the first, if all rows go
-            for i, (r0, r1) in zip(hosts, _row_shares(next_from, caps), strict=True):
+            for i, (r0, r1) in zip(hosts, _row_shares(next_from, caps) if next_from else [], strict=False):
                 ln_next[i] = (*rows, r0, r1, pad if i == hosts[0] else -1)
         if ln1_from < n:
             plan.append(
