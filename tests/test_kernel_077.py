@@ -616,11 +616,14 @@ def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2):
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 @pytest.mark.parametrize(("m", "n_rows", "r0", "r1", "pad"), [(100, 1, 0, 1, 1), (4097, 3000, 17, 2990, -1),
                                                              (33000, 40000, 0, 40000, 40000)])  # fmt: skip
-@pytest.mark.parametrize("params", [0, 1, 2])
-def test_gluon_gemm_layernorm_rows_gpu(monkeypatch, m, n_rows, r0, r1, pad, params):
+@pytest.mark.parametrize(
+    ("params", "shift"), [(0, False), (1, False), (2, False), (0, True), (1, True), (2, True)]
+)
+def test_gluon_gemm_layernorm_rows_gpu(monkeypatch, m, n_rows, r0, r1, pad, params, shift):
     """The Gluon GEMM's LayerNorm warp (GLUON_GEMM_LN_NEXT): rows r0 .. r1 - 1 as the LayerNorm launch computes
     them, the pad row zeros, no other row touched (NaN-poisoned); the GEMM's own output unchanged, bit for bit; each
-    place of the LayerNorm weight and bias (GLUON_GEMM_LN_PARAMS)."""
+    place of the LayerNorm weight and bias (GLUON_GEMM_LN_PARAMS), with and without a shift (the rows x - shift:
+    LayerNorm2's, GLUON_GEMM_LN2_NEXT)."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon GEMM runs on sm_90 only")
     monkeypatch.setattr(kernel, "GLUON_GEMM_LN_PARAMS", params)
@@ -631,11 +634,12 @@ def test_gluon_gemm_layernorm_rows_gpu(monkeypatch, m, n_rows, r0, r1, pad, para
     x = 2 * torch.randn(n_rows, kernel.HIDDEN, device="cuda", generator=gen) + 0.5
     g = 1 + 0.2 * torch.randn(kernel.HIDDEN, device="cuda", generator=gen)
     b = 0.2 * torch.randn(kernel.HIDDEN, device="cuda", generator=gen)
+    s = 1.5 * torch.randn(kernel.HIDDEN, device="cuda", generator=gen) if shift else None
     y = torch.full((n_rows + 1, kernel.HIDDEN), math.nan, device="cuda", dtype=torch.float16)
     y_ref = y.clone()
-    kernel._layernorm(x, g, b, 1e-6, y_ref[: n_rows + 1], pad_row=True)
+    kernel._layernorm(x, g, b, 1e-6, y_ref[: n_rows + 1], pad_row=True, shift=s)
     cs = []
-    for ln in (None, (x, g, b, 1e-6, y, r0, r1, pad)):
+    for ln in (None, (x, g, b, 1e-6, y, r0, r1, pad, *([s] if shift else []))):
         c = torch.full((m, kernel.QKV_DIM), math.nan, device="cuda", dtype=torch.float16)
         kernel._launch(
             [kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_BIAS, kernel.GLUON_GEMM["qkv"], ln=ln)]
@@ -657,8 +661,9 @@ def test_gluon_gemm_layernorm_rows_gpu(monkeypatch, m, n_rows, r0, r1, pad, para
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("params", [0, 2])
 def test_gluon_gemm_layernorm_settings_reach_the_launch(monkeypatch, params):
-    """GLUON_GEMM_LN_PIECES / _PARAMS reach a launch with LayerNorm rows (meta tensors, as a build records it);
-    without rows the kernel's LN is off and keeps its one-piece ring; bad rows are refused."""
+    """GLUON_GEMM_LN_PIECES / _PARAMS reach a launch with LayerNorm rows (meta tensors, as a build records it), a
+    shift (ln's ninth entry) its LN_SHIFT; without rows the kernel's LN is off and keeps its one-piece ring; bad
+    rows and bad shifts are refused."""
     monkeypatch.setattr(kernel, "GLUON_GEMM_LN_PARAMS", params)
     a = torch.empty(300, kernel.HIDDEN, dtype=torch.float16, device="meta")
     w = torch.empty(kernel.QKV_DIM, kernel.HIDDEN, dtype=torch.float16, device="meta")
@@ -674,23 +679,36 @@ def test_gluon_gemm_layernorm_settings_reach_the_launch(monkeypatch, params):
         kernel.GLUON_GEMM_LN_PIECES,
         params,
     )
-    assert args[6:14] == (x, g, g, y, 3, 40, 50, 1e-5)
+    assert args[6:15] == (x, g, g, g, y, 3, 40, 50, 1e-5) and meta["LN_SHIFT"] is False
     assert set(meta) - {"num_warps", "launch_pdl"} <= set(inspect.signature(fn.fn).parameters)
+    s = torch.empty(kernel.HIDDEN, device="meta")
+    fn, grid, args, meta = kernel._linear_launch(
+        a, w, bias, c, kernel.EPILOGUE_BIAS, cfg, ln=(x, g, g, 1e-5, y, 3, 40, -1, s)
+    )
+    assert args[6:15] == (x, g, g, s, y, 3, 40, -1, 1e-5) and meta["LN_SHIFT"] is True
     fn, grid, args, meta = kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_BIAS, cfg)
-    assert meta["LN"] is False and "LN_PIECES" not in meta and args[10:13] == (0, 0, -1)
-    for bad in ((x, g, g, 1e-5, y, 0, 51, -1), (x, g, g, 1e-5, y, 0, 10, 51), (x, g, g, 1e-5, x, 0, 10, -1)):
+    assert meta["LN"] is False and "LN_PIECES" not in meta and args[11:14] == (0, 0, -1)
+    bads = [(x, g, g, 1e-5, y, 0, 51, -1), (x, g, g, 1e-5, y, 0, 10, 51), (x, g, g, 1e-5, x, 0, 10, -1)]
+    bads += [(x, g, g, 1e-5, y, 0, 10, -1, x), (x, g, g, 1e-5, y, 0, 10, -1, s, s)]
+    for bad in bads:
         with pytest.raises(ValueError):
             kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_BIAS, cfg, ln=bad)
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
-@pytest.mark.parametrize(("ln_next", "tokens"), [(True, 20000), (False, 20000), (True, 3000)])
-def test_block_next_chunk_layernorm_gpu(monkeypatch, ln_next, tokens):
+@pytest.mark.parametrize(
+    ("ln_next", "ln2_next", "tokens", "mlp2_gemm"),
+    [(True, False, 20000, None), (False, False, 20000, None), (True, False, 3000, None), (True, True, 20000, None),
+     (False, True, 20000, None), (True, True, 20000, "triton")],
+)  # fmt: skip
+def test_block_next_chunk_layernorm_gpu(monkeypatch, ln_next, ln2_next, tokens, mlp2_gemm):
     """The block over 3+ chunks on the GPU with each later chunk's LayerNorm1 beside the previous chunk's GEMMs
-    (mlp1 in Gluon at 20000-token chunks' sub-chunks, Triton at 3000) and without."""
+    (mlp1 in Gluon at 20000-token chunks' sub-chunks, Triton at 3000) and without; with a chunk's last
+    LayerNorm2 rows beside its first mlp1 (GLUON_GEMM_LN2_NEXT; x1 - b2 with the cuBLAS mlp2, x1 with Triton's)."""
     monkeypatch.setattr(kernel, "GLUON_GEMM_LN_NEXT", ln_next)
-    _check_block("fp16", 2, 150, 200, workspace_tokens=tokens, mlp_split="always")
+    monkeypatch.setattr(kernel, "GLUON_GEMM_LN2_NEXT", ln2_next)
+    _check_block("fp16", 2, 150, 200, workspace_tokens=tokens, mlp_split="always", mlp2_gemm=mlp2_gemm)
 
 
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
@@ -757,10 +775,11 @@ def test_row_shares_cover_the_rows_once(rows, weights):
         assert r0 <= r1 and abs((r1 - r0) - rows * w / sum(weights)) < 1 + 1e-9
 
 
-def _block_plan(monkeypatch, batch, height, width, ln_next, **forward_kw):
+def _block_plan(monkeypatch, batch, height, width, ln_next, ln2_next=False, **forward_kw):
     """The launches forward() plans for sm_90a (a build's recording on meta tensors)."""
     monkeypatch.setenv(kernel.TARGET_ARCH_ENV, "sm_90a")
     monkeypatch.setattr(kernel, "GLUON_GEMM_LN_NEXT", ln_next)
+    monkeypatch.setattr(kernel, "GLUON_GEMM_LN2_NEXT", ln2_next)
     launched = []
     monkeypatch.setattr(kernel, "_launch", lambda plan: launched.extend(plan))
     shapes = [(batch, height, width, 768), (2304, 768), (2304,), (768, 768), (768,), (27, 64), (27, 64)]
@@ -821,7 +840,8 @@ def test_next_chunk_layernorm_beside_the_gemms(monkeypatch, batch, height, width
             assert len(hosts) == (len(gemms) if k else 0)
             zero_caps |= k == 0
         if c + 1 < len(sp.chunks) and k:
-            x_rows, w, b, y, r0, r1, pad, eps = zip(*(a[6:14] for a in hosts), strict=True)
+            x_rows, w, b, shift, y, r0, r1, pad, eps = zip(*(a[6:15] for a in hosts), strict=True)
+            assert all(s_ is b_ for s_, b_ in zip(shift, b, strict=True))  # LayerNorm1: no shift
             assert {_view(t) for t in x_rows} == {(nt0 * 768, (nt1 - nt0, 768), (768, 1), torch.float32)}
             assert {_view(t) for t in y} == {_view(on[qkv[c + 1]][2][0].base)}  # the next qkv GEMM's A
             assert r0[0] == 0 and r1[-1] == k and all(a == b for a, b in zip(r1, r0[1:], strict=False))
@@ -841,6 +861,86 @@ def test_next_chunk_layernorm_beside_the_gemms(monkeypatch, batch, height, width
         fused_any |= done > 0
         done = k if c + 1 < len(sp.chunks) else 0  # the next chunk's rows done beside these GEMMs
     assert fused_any and zero_caps == (workspace is not None)
+
+
+@pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
+@pytest.mark.parametrize(
+    ("batch", "height", "width"), [(2, 150, 200), (1, 300, 300), (4, 64, 64), (1, 30, 300)]
+)
+@pytest.mark.parametrize("sms", [4, 132, 264])  # 264: capacity past the later sub-chunks' rows
+@pytest.mark.parametrize("mlp2_gemm", ["cublas", "triton"])
+def test_layernorm2_rows_beside_the_first_mlp1(monkeypatch, batch, height, width, sms, mlp2_gemm):
+    """GLUON_GEMM_LN2_NEXT (sm_90): where a chunk's MLP runs in sub-chunks and the first one's mlp1 in Gluon, that
+    mlp1 normalises the chunk's last k LayerNorm2 rows (k: its ln_capacity, at most the later sub-chunks' rows)
+    from the projection's output into the rows the later mlp1 launches read, less b2 where x1 holds it (the cuBLAS
+    mlp2); the LayerNorm2 launch keeps the rows before them, and that mlp1 takes no LayerNorm1 rows of the next
+    chunk (the qkv GEMM and the later mlp1 launches do). Elsewhere (4 x 64 x 64: 4096-row sub-chunks, Triton's
+    mlp1; 1 x 30 x 300: no sub-chunks) the plan is the one without it, as it is everywhere with it off."""
+    pytest.importorskip("triton.experimental.gluon")
+    monkeypatch.setattr(kernel, "_num_sms", lambda device: sms)
+    kw = {"mlp2_gemm": mlp2_gemm}
+    sp = kernel.plan_scratch(batch, height, width)
+    off = _block_plan(monkeypatch, batch, height, width, True, False, **kw)
+    on = _block_plan(monkeypatch, batch, height, width, True, True, **kw)
+    cublas = mlp2_gemm == "cublas"
+
+    def ln2_launches(plan):
+        return [(a, k) for fn, g, a, k in plan if fn is kernel._prologue_kernel and not k["PAD_ROW"]]
+
+    def mlp1_launches(plan):
+        return [(a, k) for fn, g, a, k in plan if fn is kernel._linear_gluon_kernel and k["GELU"]]
+
+    hosted_any, ln2_hosts, ln2_chunks = False, set(), set()
+    mlp1_on, mlp1_off = mlp1_launches(on), mlp1_launches(off)
+    ln2_on, ln2_off = ln2_launches(on), ln2_launches(off)
+    assert len(ln2_on) == len(ln2_off) == len(sp.chunks) and len(mlp1_on) == len(mlp1_off)
+    i = 0  # the chunk's first Gluon mlp1 launch among mlp1_on
+    for c, ((_, _, t0, t1), subs) in enumerate(zip(sp.chunks, sp.mlp_subs, strict=True)):
+        n = t1 - t0
+        gluon_subs = [r1 - r0 >= kernel.GLUON_GEMM_MIN_ROWS["mlp1"] for r0, r1 in subs]
+        (a_on, k_on), (a_off, k_off) = ln2_on[c], ln2_off[c]
+        assert a_off[4] == n and k_off["SHIFT"] == cublas  # the launch over the whole chunk, off
+        k = min(n - subs[1][0], kernel.ln_capacity(subs[0][1], kernel.MLP_DIM, sms)) if len(subs) > 1 else 0
+        if not (len(subs) > 1 and gluon_subs[0]):
+            k = 0
+        assert a_on[4] == n - k and k_on["SHIFT"] == cublas
+        assert _view(a_on[0]) == (t0 * 768, (n - k, 768), (768, 1), torch.float32)
+        if gluon_subs[0]:
+            (m_a, m_k) = mlp1_on[i]
+            if k:
+                hosted_any = True
+                x_rows, w, b, shift, y, r0, r1, pad, eps = m_a[6:15]
+                assert m_k["LN"] is True and m_k["LN_SHIFT"] == cublas
+                assert _view(x_rows) == (t0 * 768, (n, 768), (768, 1), torch.float32)  # the projection's rows
+                assert (r0, r1, pad, eps) == (n - k, n, -1, 1e-6)
+                assert y.shape == (n, 768) and y.storage_offset() == a_on[3].storage_offset()  # LN2's a2
+                ln2_hosts.add(id(m_a))
+                ln2_chunks.add(c)
+                assert (shift is not b) == cublas
+                later = [a for a, _ in mlp1_on[i + 1 : i + sum(gluon_subs)]]
+                assert all(a[0].base.storage_offset() >= y.storage_offset() for a in later)
+            i += sum(gluon_subs)
+    assert hosted_any == ((batch, height, width) in ((2, 150, 200), (1, 300, 300)))
+    # the next chunk's LayerNorm1 rows: on the qkv GEMM and the mlp1 launches other than a LayerNorm2 host, as
+    # many as their capacities give
+    ln1_rows = sum(a[12] - a[11] for fn, g, a, k in on if fn is kernel._linear_gluon_kernel and k["LN"]
+                   and id(a) not in ln2_hosts)  # fmt: skip
+    expected = 0
+    for c in range(len(sp.chunks) - 1):
+        (_, _, t0, t1), subs = sp.chunks[c], sp.mlp_subs[c]
+        caps = [kernel.ln_capacity(t1 - t0 + 1, kernel.QKV_DIM, sms)]
+        caps += [kernel.ln_capacity(r1 - r0, kernel.MLP_DIM, sms) for j, (r0, r1) in enumerate(subs)
+                 if r1 - r0 >= kernel.GLUON_GEMM_MIN_ROWS["mlp1"] and not (j == 0 and c in ln2_chunks)]  # fmt: skip
+        nt0, nt1 = sp.chunks[c + 1][2:]
+        expected += min(nt1 - nt0, sum(caps))
+    assert ln1_rows == expected
+    if not hosted_any:  # the same plan
+
+        def key(plan):
+            return [(fn, g, {n: v for n, v in k.items() if not torch.is_tensor(getattr(v, "base", None))})
+                    for fn, g, a, k in plan]  # fmt: skip
+
+        assert key(on) == key(off)
 
 
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")

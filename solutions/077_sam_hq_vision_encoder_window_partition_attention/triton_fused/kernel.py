@@ -133,6 +133,10 @@ GLUON_GEMM_DIRECT_STORE = True
 #: ln_capacity gives them, instead of in its own launch (an HBM-bound pass beside compute-bound ones; session 28:
 #: 0.2-1.0 % in A/Bs); the rest, and the first chunk's LayerNorm1 (with the weight conversion), keep a launch.
 GLUON_GEMM_LN_NEXT = True
+#: A chunk's last LayerNorm2 rows (those of its later MLP sub-chunks) by the LayerNorm warp of its first
+#: sub-chunk's Gluon mlp1, as many as ln_capacity gives it, instead of in the LayerNorm2 launch (session 29:
+#: prepared, not measured; the same rows and numerics as the launch, x1 - b2 with MLP2_GEMM "cublas").
+GLUON_GEMM_LN2_NEXT = False
 #: ln_capacity: a GEMM launch's LayerNorm warps busy for this share of its time, estimated at this rate, at this
 #: many us a row (H200, session 28: ~0.54 us a row alone, ~1 us beside the GEMM's tiles with PARAMS 0; session 29:
 #: PARAMS 1 rows 8-17 % cheaper, and 0.65 here instead of 0.8 faster on 6 of 7 workloads in an A/B).
@@ -1324,14 +1328,25 @@ if gluon is not None:
             _gl_cp_load(x_s.index((3 * q + j) % NR), x_ptr + row + j * 256 + cols)
 
     @gluon.jit
+    def _gg_ln_shifted(x_s, q, NR: gl.constexpr, PS: gl.constexpr, SHIFT: gl.constexpr, lay: gl.constexpr):
+        """Row q's pieces (_gg_ln_pieces), less the shift's pieces (slots PS .. PS + 2 of x_s) if SHIFT."""
+        x0, x1, x2 = _gg_ln_pieces(x_s, q, NR, lay)
+        if SHIFT:
+            x0 -= x_s.index(PS).load(lay)
+            x1 -= x_s.index(PS + 1).load(lay)
+            x2 -= x_s.index(PS + 2).load(lay)
+        return x0, x1, x2
+
+    @gluon.jit
     def _gg_ln_row(
         x_s, w, b_ptr, y_ptr, q, first, step, n_mine, eps, cols, NR: gl.constexpr, PARAMS: gl.constexpr,
-        lay: gl.constexpr, C: gl.constexpr,
+        SHIFT: gl.constexpr, lay: gl.constexpr, C: gl.constexpr,
     ):  # fmt: skip
         """Normalise row q of this program from the ring (two passes over shared memory) and store it (fp16). The
         LayerNorm weight and bias (PARAMS, see _gg_layernorm_rows): w the weight's three pieces in registers
         (PARAMS 0, 1), else from slots NR .. NR + 2 of x_s; the bias from b_ptr (0) or slots NR .. NR + 2 (1) or
-        NR + 3 .. NR + 5 (2)."""
+        NR + 3 .. NR + 5 (2). SHIFT: the row less the shift (the three slots after those) first."""
+        PS: gl.constexpr = NR + 3 * ((PARAMS > 0) + (PARAMS == 2))
         if PARAMS == 0:
             b = (gl.load(b_ptr + cols), gl.load(b_ptr + 256 + cols), gl.load(b_ptr + 512 + cols))
         else:
@@ -1339,9 +1354,9 @@ if gluon is not None:
             b = (x_s.index(PB).load(lay), x_s.index(PB + 1).load(lay), x_s.index(PB + 2).load(lay))
         if PARAMS == 2:
             w = (x_s.index(NR).load(lay), x_s.index(NR + 1).load(lay), x_s.index(NR + 2).load(lay))
-        x0, x1, x2 = _gg_ln_pieces(x_s, q, NR, lay)
+        x0, x1, x2 = _gg_ln_shifted(x_s, q, NR, PS, SHIFT, lay)
         mean = gl.sum(x0 + x1 + x2, axis=1)[:, None] / C
-        x0, x1, x2 = _gg_ln_pieces(x_s, q, NR, lay)
+        x0, x1, x2 = _gg_ln_shifted(x_s, q, NR, PS, SHIFT, lay)
         x0 -= mean
         x1 -= mean
         x2 -= mean
@@ -1354,8 +1369,8 @@ if gluon is not None:
 
     @gluon.jit
     def _gg_layernorm_rows(
-        x_ptr, w_ptr, b_ptr, y_ptr, x_s, r0, r1, pad, eps, C: gl.constexpr, PDL: gl.constexpr, LN: gl.constexpr,
-        PARAMS: gl.constexpr,
+        x_ptr, w_ptr, b_ptr, s_ptr, y_ptr, x_s, r0, r1, pad, eps, C: gl.constexpr, PDL: gl.constexpr,
+        LN: gl.constexpr, PARAMS: gl.constexpr, SHIFT: gl.constexpr,
     ):  # fmt: skip
         """One warp per program, beside the GEMM's partitions (GLUON_GEMM_LN_NEXT): LayerNorm of rows r0 .. r1 - 1
         of x (fp32, C = 768 columns) into y (fp16), program p taking rows r0 + p, r0 + p + programs, ..., as
@@ -1365,12 +1380,16 @@ if gluon is not None:
         256-column pieces (a row is three; 16 pieces: four rows ahead and a spare piece, as shapes are powers of
         two); each lane reads back only what it copied itself, so the ring needs no barrier. PARAMS
         (GLUON_GEMM_LN_PARAMS): 0 the weight in registers and the bias loaded per row, 1 (the default) the bias in
-        three of the ring's pieces (three rows ahead), 2 the weight too (two rows ahead). LN False: nothing to do
-        (a launch without LayerNorm rows; the warp is the CTA's twelfth, there anyway)."""
+        three of the ring's pieces (three rows ahead), 2 the weight too (two rows ahead). SHIFT (LayerNorm2 rows
+        beside mlp1, GLUON_GEMM_LN2_NEXT): the rows are x - shift (s_ptr), as _prologue_kernel's SHIFT; the shift
+        takes three more of the ring's pieces (one row ahead less). LN False: nothing to do (a launch without
+        LayerNorm rows; the warp is the CTA's twelfth, there anyway)."""
         if LN:
             gl.static_assert(C == 768)
             gl.static_assert(x_s.shape[0] == 16)
-            NR: gl.constexpr = 16 if PARAMS == 0 else (12 if PARAMS == 1 else 9)  # the rows' pieces
+            # the rows' pieces (slots 0 .. NR - 1), then the weight's (PARAMS 2), the bias's (1, 2), the shift's
+            NR: gl.constexpr = (16 if PARAMS == 0 else (12 if PARAMS == 1 else 9)) - 3 * SHIFT
+            PS: gl.constexpr = NR + 3 * ((PARAMS > 0) + (PARAMS == 2))
             # [1, 256] pieces (a 2-d layout stays legal for the ring's slots in Triton 3.6): 8 fp32 a lane
             lay: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, 1], [1, 0])
             cols = gl.arange(0, 256, layout=gl.SliceLayout(0, lay))[None, :]
@@ -1389,11 +1408,14 @@ if gluon is not None:
                 w = None
                 if PARAMS < 2:
                     w = (gl.load(w_ptr + cols), gl.load(w_ptr + 256 + cols), gl.load(w_ptr + 512 + cols))
-                if PARAMS > 0:  # their own copy group, older than every row's
+                if PARAMS > 0 or SHIFT:  # their own copy group, older than every row's
                     for j in gl.static_range(3):
-                        _gl_cp_load(x_s.index(NR + j + (3 if PARAMS == 2 else 0)), b_ptr + j * 256 + cols)
+                        if PARAMS > 0:
+                            _gl_cp_load(x_s.index(NR + j + (3 if PARAMS == 2 else 0)), b_ptr + j * 256 + cols)
                         if PARAMS == 2:
                             _gl_cp_load(x_s.index(NR + j), w_ptr + j * 256 + cols)
+                        if SHIFT:
+                            _gl_cp_load(x_s.index(PS + j), s_ptr + j * 256 + cols)
                     _gl_cp.commit_group()
                 # rows in flight beside the one being normalised
                 AHEAD: gl.constexpr = (NR - 3) // 3
@@ -1404,7 +1426,9 @@ if gluon is not None:
                     _gg_ln_issue(x_s, x_ptr, i + AHEAD, first, step, r1, cols, NR, C)
                     _gl_cp.commit_group()
                     _gl_cp.wait_group(AHEAD)  # row i (and the weight / bias pieces) have landed
-                    _gg_ln_row(x_s, w, b_ptr, y_ptr, i, first, step, n_mine, eps, cols, NR, PARAMS, lay, C)
+                    _gg_ln_row(
+                        x_s, w, b_ptr, y_ptr, i, first, step, n_mine, eps, cols, NR, PARAMS, SHIFT, lay, C
+                    )
                 _gl_cp.wait_group(0)
 
     @gluon.jit
@@ -1434,7 +1458,8 @@ if gluon is not None:
         ln_x_ptr,  # LN: the next chunk's x rows [.., 768] fp32, LayerNorm weight and bias [768] fp32
         ln_w_ptr,
         ln_b_ptr,
-        ln_y_ptr,  # LN: [.., 768] fp16, the next chunk's LayerNorm1 output
+        ln_s_ptr,  # LN_SHIFT: [768] fp32, subtracted from the x rows first (LayerNorm2's rows, GLUON_GEMM_LN2_NEXT)
+        ln_y_ptr,  # LN: [.., 768] fp16, the next chunk's LayerNorm1 output (or this chunk's LayerNorm2 rows)
         ln_r0,  # LN: rows ln_r0 .. ln_r1 - 1 of ln_x into ln_y, and row ln_pad of ln_y as zeros (if >= 0)
         ln_r1,
         ln_pad,
@@ -1447,6 +1472,7 @@ if gluon is not None:
         LN_REGS: gl.constexpr = 80,
         LN_PIECES: gl.constexpr = 1,
         LN_PARAMS: gl.constexpr = 0,
+        LN_SHIFT: gl.constexpr = False,
         GROUP_M: gl.constexpr = 8,
         STAGES: gl.constexpr = 3,
         CONSUMER_REGS: gl.constexpr = 216,
@@ -1483,8 +1509,8 @@ if gluon is not None:
                 ),
                 (_gg_epilogue, (c_desc, c_ptr, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2, DIRECT)),
                 (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
-                (_gg_layernorm_rows, (ln_x_ptr, ln_w_ptr, ln_b_ptr, ln_y_ptr, ln_s, ln_r0, ln_r1, ln_pad, ln_eps,
-                                      K, PDL, LN, LN_PARAMS)),
+                (_gg_layernorm_rows, (ln_x_ptr, ln_w_ptr, ln_b_ptr, ln_s_ptr, ln_y_ptr, ln_s, ln_r0, ln_r1, ln_pad,
+                                      ln_eps, K, PDL, LN, LN_PARAMS, LN_SHIFT)),
             ],
             [4, 2, 1, 1],
             [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS, LN_REGS],
@@ -2000,30 +2026,34 @@ def _gluon_linear_launch(
         raise ValueError("the Gluon GEMM writes a contiguous fp16 c")
     meta.update(GELU=epilogue == EPILOGUE_GELU, DIRECT=GLUON_GEMM_DIRECT_STORE, LN=ln is not None)
     if ln is not None:
-        meta.update(LN_PIECES=GLUON_GEMM_LN_PIECES, LN_PARAMS=GLUON_GEMM_LN_PARAMS)
+        meta.update(LN_PIECES=GLUON_GEMM_LN_PIECES, LN_PARAMS=GLUON_GEMM_LN_PARAMS, LN_SHIFT=len(ln) > 8)
     return _linear_gluon_kernel, grid, (*operands, c, bias, m, *_ln_host_args(ln, c), n, k), meta
 
 
 def _ln_host_args(ln: tuple | None, c: torch.Tensor) -> tuple:
     """The LayerNorm arguments of `_linear_gluon_kernel` (see `_gluon_linear_launch`); without LayerNorm rows
-    the kernel never reads them (c stands in for the pointers, an empty range for the rows)."""
+    the kernel never reads them (c stands in for the pointers, an empty range for the rows). ln: (x, weight,
+    bias, eps, y, r0, r1, pad), or with a ninth entry, the shift (LN_SHIFT: rows of x - shift)."""
     if ln is None:
-        return (c, c, c, c, 0, 0, -1, 0.0)
-    x, weight, bias, eps, y, r0, r1, pad = ln
+        return (c, c, c, c, c, 0, 0, -1, 0.0)
+    x, weight, bias, eps, y, r0, r1, pad, *rest = ln
+    shift = rest[0] if rest else bias  # without LN_SHIFT the kernel never reads it
     if not (
-        x.dtype == weight.dtype == bias.dtype == torch.float32
+        len(rest) <= 1
+        and x.dtype == weight.dtype == bias.dtype == shift.dtype == torch.float32
         and y.dtype == torch.float16
-        and x.shape[1:] == y.shape[1:] == weight.shape == bias.shape == (HIDDEN,)
+        and x.shape[1:] == y.shape[1:] == weight.shape == bias.shape == shift.shape == (HIDDEN,)
         and x.is_contiguous() and y.is_contiguous() and weight.is_contiguous() and bias.is_contiguous()
+        and shift.is_contiguous()
         and 0 <= r0 <= r1 <= min(x.shape[0], y.shape[0])
         and -1 <= pad < y.shape[0]
     ):  # fmt: skip
         raise ValueError(
-            "Gluon GEMM LayerNorm rows: expected contiguous fp32 x [n, 768], weight and bias [768], fp16 y "
-            f"[>= n, 768] and rows within both (got x {tuple(x.shape)}, y {tuple(y.shape)}, rows {r0}..{r1}, "
+            "Gluon GEMM LayerNorm rows: expected contiguous fp32 x [n, 768], weight, bias (and shift) [768], fp16 "
+            f"y [>= n, 768] and rows within both (got x {tuple(x.shape)}, y {tuple(y.shape)}, rows {r0}..{r1}, "
             f"pad {pad})"
         )
-    return (x, weight, bias, y, int(r0), int(r1), int(pad), float(eps))
+    return (x, weight, bias, shift, y, int(r0), int(r1), int(pad), float(eps))
 
 
 def _linear(a, w, bias, c, epilogue, cfg, residual=None, split_k=1) -> None:
@@ -2293,6 +2323,7 @@ def forward(
     weights = tuple(w.contiguous() for w in (qkv_weight, proj_weight, mlp_lin1_weight, mlp_lin2_weight))
     qkv_bias, proj_bias = qkv_bias.contiguous(), proj_bias.contiguous()
     ln1_weight, ln1_bias = layer_norm1_weight.contiguous(), layer_norm1_bias.contiguous()
+    ln2_weight, ln2_bias = layer_norm2_weight.contiguous(), layer_norm2_bias.contiguous()
     rel_pos_h, rel_pos_w = rel_pos_h.contiguous(), rel_pos_w.contiguous()
     x = hidden_states.contiguous().view(tokens, HIDDEN)
     out = output.view(tokens, HIDDEN)
@@ -2351,6 +2382,25 @@ def forward(
         shapes = [(n + 1, QKV_DIM)] + [(r1 - r0, MLP_DIM) for r0, r1 in subs]
         hosts = [i for i, cfg in enumerate(cfgs) if cfg[0] == "gluon"]
         ln_next: dict[int, tuple] = {}
+        # this chunk's last LayerNorm2 rows beside the first MLP sub-chunk's Gluon mlp1 (GLUON_GEMM_LN2_NEXT:
+        # rows of the later sub-chunks, which that mlp1 and its mlp2 never touch), as many as ln_capacity gives
+        # it; that mlp1 then takes no LayerNorm1 rows of the next chunk, and the LayerNorm2 launch the rest
+        ln2_hosted = 0
+        if GLUON_GEMM_LN2_NEXT and len(subs) > 1 and 1 in hosts:
+            ln2_hosted = min(n - subs[1][0], ln_capacity(*shapes[1], _num_sms(x.device)))
+        if ln2_hosted:
+            hosts.remove(1)
+            ln_next[1] = (
+                out_c,
+                ln2_weight,
+                ln2_bias,
+                eps,
+                a2,
+                n - ln2_hosted,
+                n,
+                -1,
+                *(() if b2 is None else (b2,)),
+            )
         next_from = 0
         if GLUON_GEMM_LN_NEXT and sp.compact and hosts and ci + 1 < len(sp.chunks):
             nt0, nt1 = sp.chunks[ci + 1][2:]
@@ -2374,7 +2424,9 @@ def forward(
             _linear_launch(
                 o, w_proj, proj_bias, out_c, EPILOGUE_RESIDUAL, gemm_cfg("proj", n), residual=x_c, bias2=b2
             ),
-            _layernorm_launch(out_c, layer_norm2_weight, layer_norm2_bias, eps, a2, shift=b2),
+            _layernorm_launch(
+                out_c[: n - ln2_hosted], ln2_weight, ln2_bias, eps, a2[: n - ln2_hosted], shift=b2
+            ),
         ]
         for si, (r0, r1) in enumerate(subs):  # the MLP over row sub-chunks: h [r1 - r0, 3072] in qkv's space
             h = ws_big[h_base : h_base + (r1 - r0) * MLP_DIM].view(r1 - r0, MLP_DIM)
