@@ -586,9 +586,11 @@ def test_gluon_gemm_matches_triton_gpu(m, epilogue, direct, monkeypatch):
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 @pytest.mark.parametrize("m", [1, 100, 4097, 33000])
 @pytest.mark.parametrize("with_bias2", [False, True], ids=["bias", "bias2"])
-def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2):
+@pytest.mark.parametrize("wide_bk", [None, 16, 32, 64], ids=["128x128", "wide16", "wide32", "wide64"])
+def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2, wide_bk):
     """The projection's Gluon GEMM (residual epilogue, fp32 output) against the Triton GEMM: A strided as o in
-    qkv's rows, every element written (NaN-poisoned output)."""
+    qkv's rows, every element written (NaN-poisoned output); the shipped 128 x 128 tiles and the prepared 256 x 128
+    form (GLUON_PROJ_WIDE) at each BK."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon GEMM runs on sm_90 only")
     gen = torch.Generator(device="cuda").manual_seed(12)
@@ -599,7 +601,8 @@ def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2):
     x = torch.randn(m, kernel.HIDDEN, device="cuda", generator=gen)
     b2 = bias2 if with_bias2 else None
     outs = []
-    for cfg in (kernel.GEMM_CONFIGS["fp16"]["proj"], kernel.GLUON_GEMM["proj"]):
+    gluon_cfg = kernel.GLUON_GEMM["proj"] if wide_bk is None else (*kernel.GLUON_PROJ_WIDE[:4], wide_bk)
+    for cfg in (kernel.GEMM_CONFIGS["fp16"]["proj"], gluon_cfg):
         c = torch.full((m, kernel.HIDDEN), math.nan, device="cuda")
         kernel._launch(
             [kernel._linear_launch(o, w, bias, c, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=b2)]
@@ -773,6 +776,49 @@ def test_row_shares_cover_the_rows_once(rows, weights):
     assert all(a[1] == b[0] for a, b in zip(shares, shares[1:], strict=False))
     for (r0, r1), w in zip(shares, weights, strict=True):  # in proportion, up to one row
         assert r0 <= r1 and abs((r1 - r0) - rows * w / sum(weights)) < 1 + 1e-9
+
+
+@pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
+@pytest.mark.parametrize("bk", [16, 32, 64])
+def test_wide_projection_launch_carries_its_configuration(bk):
+    """The prepared wide projection (GLUON_PROJ_WIDE): 256 x 128 tiles, [256, BK] / [128, BK] operand tiles, a
+    ring of 96 KB, [64, 128] fp32 pieces for the output and the residual, every keyword one the kernel has; other
+    epilogues and BKs are refused."""
+    a = torch.empty(1000, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    w = torch.empty(kernel.HIDDEN, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    c, x = (torch.empty(1000, kernel.HIDDEN, device="meta") for _ in range(2))
+    b = torch.empty(kernel.HIDDEN, device="meta")
+    cfg = (*kernel.GLUON_PROJ_WIDE[:4], bk)
+    fn, grid, args, meta = kernel._linear_launch(
+        a, w, b, c, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=b
+    )
+    assert fn is kernel._linear_gluon_residual_wide_kernel and grid == (
+        min(4 * 6, kernel._num_sms(a.device)),
+    )
+    assert [d.block_shape for d in args[:4]] == [[256, bk], [128, bk], [64, 128], [64, 128]]
+    assert meta["STAGES"] * (256 + 128) * bk * 2 == 96 * 1024 and meta["BIAS2"] is True
+    assert (meta["CONSUMER_REGS"], meta["EPILOGUE_REGS"], meta["LOADER_REGS"]) == cfg[1:4]
+    assert set(meta) - {"num_warps", "launch_pdl"} <= set(inspect.signature(fn.fn).parameters)
+    with pytest.raises(ValueError, match="wide"):
+        kernel._linear_launch(a, w, b, c, kernel.EPILOGUE_RESIDUAL, (*cfg[:4], 128), residual=x)
+    with pytest.raises(ValueError, match="wide"):
+        kernel._linear_launch(a, w, b, c.half(), kernel.EPILOGUE_BIAS, cfg)
+
+
+@pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
+@pytest.mark.parametrize("min_rows", [None, 0, 45000])  # chunks of 46200 and 43800 tokens
+def test_wide_projection_takes_the_chunks_it_is_meant_for(monkeypatch, min_rows):
+    """GLUON_PROJ_WIDE_MIN_ROWS: the projections of chunks of at least that many tokens run the wide form on sm_90,
+    the others the 128 x 128 Gluon GEMM; None (the default): none."""
+    pytest.importorskip("triton.experimental.gluon")
+    monkeypatch.setattr(kernel, "GLUON_PROJ_WIDE_MIN_ROWS", min_rows)
+    sp = kernel.plan_scratch(1, 300, 300)
+    plan = _block_plan(monkeypatch, 1, 300, 300, True)
+    wide = [a[0].base.shape[0] for fn, g, a, k in plan if fn is kernel._linear_gluon_residual_wide_kernel]
+    narrow = [a[0].base.shape[0] for fn, g, a, k in plan if fn is kernel._linear_gluon_residual_kernel]
+    sizes = [t1 - t0 for _, _, t0, t1 in sp.chunks]
+    assert sorted(wide + narrow) == sorted(sizes) and len(set(sizes)) > 1
+    assert sorted(wide) == sorted(n for n in sizes if min_rows is not None and n >= min_rows)
 
 
 def _block_plan(monkeypatch, batch, height, width, ln_next, ln2_next=False, **forward_kw):

@@ -126,6 +126,12 @@ GLUON_GEMM: dict[str, tuple] | None = {
     "proj": ("gluon", 216, 80, 80, 8),
 }
 GLUON_GEMM_MIN_ROWS: dict[str, int] = {"qkv": 0, "mlp1": 8192, "proj": 0}
+#: The projection over 256 x 128 tiles (`_linear_gluon_residual_wide_kernel`: a third fewer operand bytes from L2
+#: per product than 128 x 128) from this many rows on; None: never (session 29: prepared, not run). Its
+#: configuration: ("gluon_wide", consumer registers, epilogue registers, loader registers, BK); the ring holds
+#: 96 KB (4 stages at BK 32).
+GLUON_PROJ_WIDE_MIN_ROWS: int | None = None
+GLUON_PROJ_WIDE: tuple = ("gluon_wide", 216, 80, 80, 32)
 #: The fp16 Gluon GEMM's epilogue stores its rows from registers (16-byte stores) instead of writing them back to
 #: shared memory for a TMA store (session 25, measured below).
 GLUON_GEMM_DIRECT_STORE = True
@@ -1607,6 +1613,132 @@ if gluon is not None:
             [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS],
         )  # fmt: skip
 
+    @gluon.jit
+    def _gg_consumer_wide(
+        a_s, b_s, e_s, ready, empty, x_ready, e_ready, bias_ptr, bias2_ptr, M, N: gl.constexpr, K: gl.constexpr,
+        GROUP_M: gl.constexpr, STAGES: gl.constexpr, WG: gl.constexpr, BIAS2: gl.constexpr,
+    ):  # fmt: skip
+        """One warpgroup of the wide projection (GLUON_PROJ_WIDE_MIN_ROWS): rows WG * 128 .. + 127 of every 256 x
+        128 tile as two [64, 128] accumulators starting at bias (+ bias2); then each adds the residual rows that
+        the epilogue warp brought into its buffer (e_s[2 WG + j], x_ready) and writes the sum back there."""
+        BM: gl.constexpr = a_s.shape[1]
+        BN: gl.constexpr = b_s.shape[1]
+        BK: gl.constexpr = a_s.shape[2]
+        acc_l: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 16]
+        )
+        c = 0
+        t = 0
+        for tile in range(gl.program_id(0), gl.cdiv(M, BM) * (N // BN), gl.num_programs(0)):
+            off_m, off_n = _gg_coords(tile, M, N, BM, BN, GROUP_M)
+            cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_l))
+            bias = gl.load(bias_ptr + cols)
+            if BIAS2:
+                bias += gl.load(bias2_ptr + cols)
+            acc0 = gl.zeros([64, BN], gl.float32, acc_l) + gl.expand_dims(bias, 0)
+            acc1 = gl.zeros([64, BN], gl.float32, acc_l) + gl.expand_dims(bias, 0)
+            for kk in range(K // BK):
+                s = c % STAGES
+                _gl_bar.wait(ready.index(s), (c // STAGES) & 1)
+                w_t = b_s.index(s).permute((1, 0))
+                acc0 = _gl_mma(a_s.index(s).slice(WG * 128, 64), w_t, acc0, use_acc=True, is_async=True)
+                acc1 = _gl_mma(a_s.index(s).slice(WG * 128 + 64, 64), w_t, acc1, use_acc=True, is_async=True)
+                acc0, acc1 = _gl_mma_wait(num_outstanding=2, deps=(acc0, acc1))
+                # the previous step's products are done: its stage is free (from this warpgroup)
+                _gl_bar.arrive(empty.index((c + STAGES - 1) % STAGES), pred=kk > 0)
+                c += 1
+            acc0, acc1 = _gl_mma_wait(num_outstanding=0, deps=(acc0, acc1))
+            _gl_bar.arrive(empty.index((c + STAGES - 1) % STAGES))
+            _gl_bar.wait(x_ready.index(2 * WG), t & 1)
+            buf0 = e_s.index(2 * WG)
+            buf0.store(acc0 + buf0.load(acc_l))
+            _gl_bar.wait(x_ready.index(2 * WG + 1), t & 1)
+            buf1 = e_s.index(2 * WG + 1)
+            buf1.store(acc1 + buf1.load(acc_l))
+            _gl_fence()  # for the TMA store (async proxy)
+            _gl_sync()  # every thread's part is written
+            _gl_bar.arrive(e_ready.index(2 * WG))
+            _gl_bar.arrive(e_ready.index(2 * WG + 1))
+            t += 1
+
+    @gluon.jit
+    def _gg_epilogue_wide(c_desc, x_desc, e_s, x_ready, e_ready, M, N: gl.constexpr, GROUP_M: gl.constexpr):
+        """One warp of the wide projection: the residual's four [64, 128] pieces of a tile into e_s by TMA (before
+        the PDL wait: x is an input), the consumers' sums out by TMA stores, and each buffer reloaded with the next
+        tile's residual once its store has read it (so x arrives a whole tile ahead; x_ready also frees the buffer
+        for the consumer)."""
+        HM: gl.constexpr = c_desc.block_type.shape[0]
+        BN: gl.constexpr = c_desc.block_type.shape[1]
+        first = gl.program_id(0)
+        n_tiles = gl.cdiv(M, 4 * HM) * (N // BN)
+        if first < n_tiles:
+            off_m, off_n = _gg_coords(first, M, N, 4 * HM, BN, GROUP_M)
+            for q in gl.static_range(4):
+                _gl_bar.expect(x_ready.index(q), x_desc.block_type.nbytes)
+                _gl_tma_load(x_desc, [off_m + q * HM, off_n], x_ready.index(q), e_s.index(q))
+        t = 0
+        for tile in range(first, n_tiles, gl.num_programs(0)):
+            off_m, off_n = _gg_coords(tile, M, N, 4 * HM, BN, GROUP_M)
+            nxt = tile + gl.num_programs(0)
+            nxt_m, nxt_n = _gg_coords(nxt, M, N, 4 * HM, BN, GROUP_M)
+            for q in gl.static_range(4):
+                _gl_bar.wait(e_ready.index(q), t & 1)
+                _gl_tma_store(c_desc, [off_m + q * HM, off_n], e_s.index(q))  # rows past M are clipped
+            for q in gl.static_range(4):
+                _gl_tma.store_wait(3 - q)  # piece q's store has read its buffer
+                if nxt < n_tiles:
+                    _gl_bar.expect(x_ready.index(q), x_desc.block_type.nbytes)
+                    _gl_tma_load(x_desc, [nxt_m + q * HM, nxt_n], x_ready.index(q), e_s.index(q))
+            t += 1
+
+    @gluon.jit(do_not_specialize=["M"])
+    def _linear_gluon_residual_wide_kernel(
+        a_desc,  # [M, K] fp16, block [256, BK]
+        w_desc,  # [N, K] fp16, block [128, BK]
+        c_desc,  # [M, N] fp32, block [64, 128]: the output
+        x_desc,  # [M, N] fp32, block [64, 128]: the residual
+        bias_ptr,  # [N] fp32
+        bias2_ptr,  # [N] fp32 (BIAS2)
+        M,
+        N: gl.constexpr,
+        K: gl.constexpr,
+        BIAS2: gl.constexpr = False,
+        GROUP_M: gl.constexpr = 8,
+        STAGES: gl.constexpr = 4,
+        CONSUMER_REGS: gl.constexpr = 216,
+        EPILOGUE_REGS: gl.constexpr = 80,
+        LOADER_REGS: gl.constexpr = 80,
+        PDL: gl.constexpr = 0,
+    ):  # fmt: skip
+        """c = x + bias (+ bias2) + a w^T, fp32 c and x, on sm_90, over 256 x 128 tiles (GLUON_PROJ_WIDE_MIN_ROWS;
+        session 29, prepared): `_gg_loader`'s ring (STAGES x (256 + 128) x BK fp16: 96 KB at BK 32 and 4 stages),
+        two consumer warpgroups of 128 rows each, and four [64, 128] fp32 buffers (128 KB) that hold a piece's
+        residual rows (TMA, a tile ahead) and then, in place, its sum until the TMA store has read it. Against
+        `_linear_gluon_residual_kernel`'s 128 x 128 tiles a third fewer operand bytes from L2 per product."""
+        a_s, b_s, ready, empty = _gg_ring(a_desc, w_desc, STAGES)
+        e_s = gl.allocate_shared_memory(gl.float32, [4] + c_desc.block_type.shape, c_desc.layout)
+        x_ready = _gg_barriers(4, 1)
+        e_ready = _gg_barriers(4, 1)
+        _gl_fence()
+        gl.warp_specialize(
+            [
+                (
+                    _gg_consumer_wide,
+                    (a_s, b_s, e_s, ready, empty, x_ready, e_ready, bias_ptr, bias2_ptr, M, N, K, GROUP_M, STAGES,
+                     0, BIAS2),
+                ),
+                (
+                    _gg_consumer_wide,
+                    (a_s, b_s, e_s, ready, empty, x_ready, e_ready, bias_ptr, bias2_ptr, M, N, K, GROUP_M, STAGES,
+                     1, BIAS2),
+                ),
+                (_gg_epilogue_wide, (c_desc, x_desc, e_s, x_ready, e_ready, M, N, GROUP_M)),
+                (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
+            ],
+            [4, 1, 1],
+            [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS],
+        )  # fmt: skip
+
 
 # --------------------------------------------------------------------------------------------- wrappers
 # Each *_launch function returns (kernel, grid, args, kwargs) without launching: forward() prepares every
@@ -1638,6 +1770,9 @@ def _direct_launch_ok(plan: list[Launch]) -> bool:
 
     if not DIRECT_LAUNCH or not plan or not isinstance(plan[0][0], JITFunction):
         return False  # the interpreter's functions (InterpretedFunction) compile nothing
+    tensors = (getattr(a, "base", a) for a in plan[0][2])  # (a TMA descriptor's tensor)
+    if next((t.device.type for t in tensors if isinstance(t, torch.Tensor)), "cuda") != "cuda":
+        return False  # a recording on meta tensors (Gluon kernels stay JIT functions under the interpreter)
     return _checked_triton(_TRITON_VERSION)
 
 
@@ -1917,7 +2052,7 @@ def _linear_launch(
     bias2: torch.Tensor | None = None,  # [N] fp32, EPILOGUE_RESIDUAL: added with bias
     ln: tuple | None = None,  # LayerNorm rows beside a Gluon GEMM (see _gluon_linear_launch)
 ) -> Launch:
-    if cfg[0] == "gluon":
+    if cfg[0] in ("gluon", "gluon_wide"):
         return _gluon_linear_launch(a, w, bias, c, epilogue, cfg, residual, bias2, ln)
     if ln is not None:
         raise ValueError("linear: LayerNorm rows only beside a Gluon GEMM")
@@ -1981,11 +2116,14 @@ def _gluon_linear_launch(
     ln: tuple | None = None,  # (x, weight, bias, eps, y, r0, r1, pad): LayerNorm rows beside an fp16 GEMM
 ) -> Launch:
     """A Gluon GEMM's launch (sm_90): EPILOGUE_BIAS, EPILOGUE_GELU as GELU_F16X2 computes it (fp16 c, 128 x 256
-    tiles), or EPILOGUE_RESIDUAL (fp32 c, 128 x 128 tiles). `ln`: the fp16 GEMM's extra warp also computes
+    tiles), or EPILOGUE_RESIDUAL (fp32 c, 128 x 128 tiles; 256 x 128 with a "gluon_wide" cfg, GLUON_PROJ_WIDE).
+    `ln`: the fp16 GEMM's extra warp also computes
     LayerNorm rows r0 .. r1 - 1 of x into y (fp16) and zeros row pad of y (pad < 0: none); GLUON_GEMM_LN_NEXT."""
-    _, consumer_regs, epilogue_regs, loader_regs, rows = cfg
+    kind, consumer_regs, epilogue_regs, loader_regs, rows = cfg
     if ln is not None and epilogue == EPILOGUE_RESIDUAL:
         raise ValueError("Gluon GEMM: LayerNorm rows only beside the fp16 GEMM (qkv, mlp1)")
+    if kind == "gluon_wide" and (epilogue != EPILOGUE_RESIDUAL or rows not in (16, 32, 64)):
+        raise ValueError("Gluon GEMM: the wide form is the projection's (EPILOGUE_RESIDUAL), BK 16, 32 or 64")
     m, k = a.shape
     n = w.shape[0]
     residual_ok = (
@@ -2012,12 +2150,23 @@ def _gluon_linear_launch(
         dtype = gl.float16 if t.dtype == torch.float16 else gl.float32
         return _GlDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
 
-    tiles = triton.cdiv(m, 128) * (n // block_n)
+    tiles = triton.cdiv(m, 256 if kind == "gluon_wide" else 128) * (n // block_n)
     grid = (min(tiles, _num_sms(a.device)),)
     meta = dict(
         CONSUMER_REGS=consumer_regs, EPILOGUE_REGS=epilogue_regs, LOADER_REGS=loader_regs, ROWS=rows, num_warps=4,
         **_pdl_meta(a.device),
     )  # fmt: skip
+    if kind == "gluon_wide":  # 256 x 128 tiles, a 96 KB ring of BK-wide stages (rows: BK)
+        del meta["ROWS"]
+        operands = (desc(a, [256, rows]), desc(w, [128, rows]), desc(c, [64, 128]), desc(residual, [64, 128]))
+        args = (*operands, bias, bias if bias2 is None else bias2, m, n, k)
+        stages = 96 * 1024 // ((256 + 128) * rows * 2)
+        return (
+            _linear_gluon_residual_wide_kernel,
+            grid,
+            args,
+            {**meta, "BIAS2": bias2 is not None, "STAGES": stages},
+        )
     operands = (desc(a, [128, 64]), desc(w, [block_n, 64]), desc(c, [64, block_n]))
     if epilogue == EPILOGUE_RESIDUAL:
         args = (*operands, desc(residual, [64, block_n]), bias, bias if bias2 is None else bias2, m, n, k)
@@ -2309,6 +2458,13 @@ def forward(
     def gemm_cfg(stage: str, rows: int) -> tuple:
         """The stage's GEMM configuration for a launch of this many rows (GLUON_GEMM where it applies)."""
         gelu_ok = stage != "mlp1" or (GELU_EPILOGUE == EPILOGUE_GELU and GELU_F16X2)
+        if (
+            gluon_gemm
+            and stage == "proj"
+            and GLUON_PROJ_WIDE_MIN_ROWS is not None
+            and rows >= GLUON_PROJ_WIDE_MIN_ROWS
+        ):
+            return GLUON_PROJ_WIDE
         if gluon_gemm and gelu_ok and stage in GLUON_GEMM and rows >= GLUON_GEMM_MIN_ROWS[stage]:
             return GLUON_GEMM[stage]
         return gemm[stage]
