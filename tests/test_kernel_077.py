@@ -505,9 +505,14 @@ def test_window_attention_bias_modes(cfg, shape):
     [(1, 9, 1500), (1, 1500, 9), (32, 15, 15), (3, 29, 43), (2, 14, 14)],
     ids=["wide", "tall", "batch32", "odd", "whole-windows"],
 )
-def test_odd_images_gpu(batch, height, width):
+@pytest.mark.parametrize("prepared", [False, True], ids=["shipped", "prepared"])
+def test_odd_images_gpu(monkeypatch, batch, height, width, prepared):
     # the issue's sizes beyond the official ones: one band of 108 windows (wide), 108 bands of one window
-    # (tall), 32 images of 2 x 2 windows each padded on both sides, odd sizes, and exactly one window
+    # (tall), 32 images of 2 x 2 windows each padded on both sides, odd sizes, and exactly one window; with the
+    # forms session 29 prepared (the wide projection on every chunk, LayerNorm2 rows beside mlp1) too
+    if prepared:
+        monkeypatch.setattr(kernel, "GLUON_PROJ_WIDE_MIN_ROWS", 0)
+        monkeypatch.setattr(kernel, "GLUON_GEMM_LN2_NEXT", True)
     _check_block("fp16", batch, height, width)
 
 
@@ -711,6 +716,8 @@ def test_block_next_chunk_layernorm_gpu(monkeypatch, ln_next, ln2_next, tokens, 
     LayerNorm2 rows beside its first mlp1 (GLUON_GEMM_LN2_NEXT; x1 - b2 with the cuBLAS mlp2, x1 with Triton's)."""
     monkeypatch.setattr(kernel, "GLUON_GEMM_LN_NEXT", ln_next)
     monkeypatch.setattr(kernel, "GLUON_GEMM_LN2_NEXT", ln2_next)
+    if ln2_next:  # and the wide projection (prepared in the same session) on these chunks
+        monkeypatch.setattr(kernel, "GLUON_PROJ_WIDE_MIN_ROWS", 0)
     _check_block("fp16", 2, 150, 200, workspace_tokens=tokens, mlp_split="always", mlp2_gemm=mlp2_gemm)
 
 
