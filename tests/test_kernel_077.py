@@ -757,17 +757,11 @@ def test_gluon_gemm_takes_the_stages_it_is_meant_for(monkeypatch):
     """On sm_90 (a build's recording for sm_90a) qkv and proj run the Gluon GEMMs at any size and mlp1 from
     GLUON_GEMM_MIN_ROWS rows on; without GELU_F16X2 (the only GELU the Gluon epilogue has) mlp1 stays Triton."""
     pytest.importorskip("triton.experimental.gluon")
-    monkeypatch.setenv(kernel.TARGET_ARCH_ENV, "sm_90a")
-    monkeypatch.setattr(kernel, "_launch", lambda plan: launched.extend(plan))
-    shapes = [(1, 30, 300, 768), (2304, 768), (2304,), (768, 768), (768,), (27, 64), (27, 64)]
-    shapes += [(768,)] * 4 + [(3072, 768), (3072,), (768, 3072), (768,)]
-    args = [torch.empty(shape, device="meta") for shape in shapes]
     for min_rows, f16x2, expect in ((0, True, 1), (10**9, True, 0), (0, False, 0)):
         monkeypatch.setitem(kernel.GLUON_GEMM_MIN_ROWS, "mlp1", min_rows)
         monkeypatch.setattr(kernel, "GELU_F16X2", f16x2)
-        launched = []
-        kernel.forward(*args, 1e-6, torch.empty(1, 30, 300, 768, device="meta"))
-        kinds = [(fn.__name__, kw.get("GELU")) for fn, grid, a, kw in launched if grid is not None]
+        launched = _block_plan(monkeypatch, 1, 30, 300, kernel.GLUON_GEMM_LN_NEXT)
+        kinds = [(fn.__name__, kw.get("GELU")) for fn, grid, a, kw in launched]
         chunks = len(kernel.plan_scratch(1, 30, 300).chunks)
         assert kinds.count(("_linear_gluon_kernel", False)) == chunks  # qkv
         assert kinds.count(("_linear_gluon_residual_kernel", None)) == chunks  # proj

@@ -1230,6 +1230,15 @@ if gluon is not None:
                 c += 1
 
     @gluon.jit
+    def _gg_bias(bias_ptr, bias2_ptr, off_n, BN: gl.constexpr, BIAS2: gl.constexpr, acc_l: gl.constexpr):
+        """A tile's accumulator start: bias (+ bias2) of columns off_n .. off_n + BN - 1, as a [1, BN] row."""
+        cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_l))
+        bias = gl.load(bias_ptr + cols)
+        if BIAS2:
+            bias += gl.load(bias2_ptr + cols)
+        return gl.expand_dims(bias, 0)
+
+    @gluon.jit
     def _gg_consumer(
         a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias2_ptr, M, N: gl.constexpr, K: gl.constexpr,
         GROUP_M: gl.constexpr, STAGES: gl.constexpr, WG: gl.constexpr, BIAS2: gl.constexpr,
@@ -1247,11 +1256,9 @@ if gluon is not None:
         t = 0
         for tile in range(gl.program_id(0), gl.cdiv(M, BM) * (N // BN), gl.num_programs(0)):
             off_m, off_n = _gg_coords(tile, M, N, BM, BN, GROUP_M)
-            cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_l))
-            bias = gl.load(bias_ptr + cols)
-            if BIAS2:
-                bias += gl.load(bias2_ptr + cols)
-            acc = gl.zeros([HM, BN], gl.float32, acc_l) + gl.expand_dims(bias, 0)
+            acc = gl.zeros([HM, BN], gl.float32, acc_l) + _gg_bias(
+                bias_ptr, bias2_ptr, off_n, BN, BIAS2, acc_l
+            )
             for kk in range(K // BK):
                 s = c % STAGES
                 _gl_bar.wait(ready.index(s), (c // STAGES) & 1)
@@ -1345,18 +1352,16 @@ if gluon is not None:
 
     @gluon.jit
     def _gg_ln_row(
-        x_s, w, b_ptr, y_ptr, q, first, step, n_mine, eps, cols, NR: gl.constexpr, PARAMS: gl.constexpr,
-        SHIFT: gl.constexpr, lay: gl.constexpr, C: gl.constexpr,
+        x_s, w, b_ptr, y_ptr, q, first, step, n_mine, eps, cols, NR: gl.constexpr, PB: gl.constexpr,
+        PS: gl.constexpr, PARAMS: gl.constexpr, SHIFT: gl.constexpr, lay: gl.constexpr, C: gl.constexpr,
     ):  # fmt: skip
         """Normalise row q of this program from the ring (two passes over shared memory) and store it (fp16). The
         LayerNorm weight and bias (PARAMS, see _gg_layernorm_rows): w the weight's three pieces in registers
-        (PARAMS 0, 1), else from slots NR .. NR + 2 of x_s; the bias from b_ptr (0) or slots NR .. NR + 2 (1) or
-        NR + 3 .. NR + 5 (2). SHIFT: the row less the shift (the three slots after those) first."""
-        PS: gl.constexpr = NR + 3 * ((PARAMS > 0) + (PARAMS == 2))
+        (PARAMS 0, 1), else from slots NR .. NR + 2 of x_s; the bias from b_ptr (0) or slots PB .. PB + 2 (1, 2).
+        SHIFT: the row less the shift (slots PS .. PS + 2) first."""
         if PARAMS == 0:
             b = (gl.load(b_ptr + cols), gl.load(b_ptr + 256 + cols), gl.load(b_ptr + 512 + cols))
         else:
-            PB: gl.constexpr = NR if PARAMS == 1 else NR + 3
             b = (x_s.index(PB).load(lay), x_s.index(PB + 1).load(lay), x_s.index(PB + 2).load(lay))
         if PARAMS == 2:
             w = (x_s.index(NR).load(lay), x_s.index(NR + 1).load(lay), x_s.index(NR + 2).load(lay))
@@ -1393,9 +1398,11 @@ if gluon is not None:
         if LN:
             gl.static_assert(C == 768)
             gl.static_assert(x_s.shape[0] == 16)
-            # the rows' pieces (slots 0 .. NR - 1), then the weight's (PARAMS 2), the bias's (1, 2), the shift's
+            # the rows' pieces (slots 0 .. NR - 1), then the weight's (PARAMS 2), the bias's from PB (1, 2), the
+            # shift's from PS
             NR: gl.constexpr = (16 if PARAMS == 0 else (12 if PARAMS == 1 else 9)) - 3 * SHIFT
-            PS: gl.constexpr = NR + 3 * ((PARAMS > 0) + (PARAMS == 2))
+            PB: gl.constexpr = NR + 3 * (PARAMS == 2)
+            PS: gl.constexpr = PB + 3 * (PARAMS > 0)
             # [1, 256] pieces (a 2-d layout stays legal for the ring's slots in Triton 3.6): 8 fp32 a lane
             lay: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, 1], [1, 0])
             cols = gl.arange(0, 256, layout=gl.SliceLayout(0, lay))[None, :]
@@ -1417,7 +1424,7 @@ if gluon is not None:
                 if PARAMS > 0 or SHIFT:  # their own copy group, older than every row's
                     for j in gl.static_range(3):
                         if PARAMS > 0:
-                            _gl_cp_load(x_s.index(NR + j + (3 if PARAMS == 2 else 0)), b_ptr + j * 256 + cols)
+                            _gl_cp_load(x_s.index(PB + j), b_ptr + j * 256 + cols)
                         if PARAMS == 2:
                             _gl_cp_load(x_s.index(NR + j), w_ptr + j * 256 + cols)
                         if SHIFT:
@@ -1433,7 +1440,23 @@ if gluon is not None:
                     _gl_cp.commit_group()
                     _gl_cp.wait_group(AHEAD)  # row i (and the weight / bias pieces) have landed
                     _gg_ln_row(
-                        x_s, w, b_ptr, y_ptr, i, first, step, n_mine, eps, cols, NR, PARAMS, SHIFT, lay, C
+                        x_s,
+                        w,
+                        b_ptr,
+                        y_ptr,
+                        i,
+                        first,
+                        step,
+                        n_mine,
+                        eps,
+                        cols,
+                        NR,
+                        PB,
+                        PS,
+                        PARAMS,
+                        SHIFT,
+                        lay,
+                        C,
                     )
                 _gl_cp.wait_group(0)
 
@@ -1631,12 +1654,9 @@ if gluon is not None:
         t = 0
         for tile in range(gl.program_id(0), gl.cdiv(M, BM) * (N // BN), gl.num_programs(0)):
             off_m, off_n = _gg_coords(tile, M, N, BM, BN, GROUP_M)
-            cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_l))
-            bias = gl.load(bias_ptr + cols)
-            if BIAS2:
-                bias += gl.load(bias2_ptr + cols)
-            acc0 = gl.zeros([64, BN], gl.float32, acc_l) + gl.expand_dims(bias, 0)
-            acc1 = gl.zeros([64, BN], gl.float32, acc_l) + gl.expand_dims(bias, 0)
+            bias = _gg_bias(bias_ptr, bias2_ptr, off_n, BN, BIAS2, acc_l)
+            acc0 = gl.zeros([64, BN], gl.float32, acc_l) + bias
+            acc1 = gl.zeros([64, BN], gl.float32, acc_l) + bias
             for kk in range(K // BK):
                 s = c % STAGES
                 _gl_bar.wait(ready.index(s), (c // STAGES) & 1)
@@ -2519,6 +2539,7 @@ def forward(
             return out_h[t0:t1].reshape(-1)[: (t1 - t0 + 1) * HIDDEN].view(t1 - t0 + 1, HIDDEN)
         return ws_a[: (t1 - t0 + 1) * HIDDEN].view(t1 - t0 + 1, HIDDEN)
 
+    sms = _num_sms(x.device)  # ln_capacity's programs
     ln1_from = 0  # this chunk's LayerNorm1 rows below this were computed beside the previous chunk's GEMMs
     for ci, ((band0, band1, t0, t1), subs) in enumerate(zip(sp.chunks, sp.mlp_subs, strict=True)):
         n = t1 - t0
@@ -2543,7 +2564,7 @@ def forward(
         # it; that mlp1 then takes no LayerNorm1 rows of the next chunk, and the LayerNorm2 launch the rest
         ln2_hosted = 0
         if GLUON_GEMM_LN2_NEXT and len(subs) > 1 and 1 in hosts:
-            ln2_hosted = min(n - subs[1][0], ln_capacity(*shapes[1], _num_sms(x.device)))
+            ln2_hosted = min(n - subs[1][0], ln_capacity(*shapes[1], sms))
         if ln2_hosted:
             hosts.remove(1)
             ln_next[1] = (
@@ -2560,7 +2581,7 @@ def forward(
         next_from = 0
         if GLUON_GEMM_LN_NEXT and sp.compact and hosts and ci + 1 < len(sp.chunks):
             nt0, nt1 = sp.chunks[ci + 1][2:]
-            caps = [ln_capacity(*shapes[i], _num_sms(x.device)) for i in hosts]
+            caps = [ln_capacity(*shapes[i], sms) for i in hosts]
             next_from = min(nt1 - nt0, sum(caps))  # 0 for small chunks (no row fits beside their tiles)
             rows = (x[nt0:nt1], ln1_weight, ln1_bias, eps, ln1_rows(ci + 1))
             pad = nt1 - nt0 if next_from == nt1 - nt0 else -1  # the pad row with the first, if all rows go
