@@ -505,14 +505,9 @@ def test_window_attention_bias_modes(cfg, shape):
     [(1, 9, 1500), (1, 1500, 9), (32, 15, 15), (3, 29, 43), (2, 14, 14)],
     ids=["wide", "tall", "batch32", "odd", "whole-windows"],
 )
-@pytest.mark.parametrize("prepared", [False, True], ids=["shipped", "prepared"])
-def test_odd_images_gpu(monkeypatch, batch, height, width, prepared):
+def test_odd_images_gpu(batch, height, width):
     # the issue's sizes beyond the official ones: one band of 108 windows (wide), 108 bands of one window
-    # (tall), 32 images of 2 x 2 windows each padded on both sides, odd sizes, and exactly one window; with the
-    # forms session 29 prepared (the wide projection on every chunk, LayerNorm2 rows beside mlp1) too
-    if prepared:
-        monkeypatch.setattr(kernel, "GLUON_PROJ_WIDE_MIN_ROWS", 0)
-        monkeypatch.setattr(kernel, "GLUON_GEMM_LN2_NEXT", True)
+    # (tall), 32 images of 2 x 2 windows each padded on both sides, odd sizes, and exactly one window
     _check_block("fp16", batch, height, width)
 
 
@@ -591,11 +586,9 @@ def test_gluon_gemm_matches_triton_gpu(m, epilogue, direct, monkeypatch):
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 @pytest.mark.parametrize("m", [1, 100, 4097, 33000])
 @pytest.mark.parametrize("with_bias2", [False, True], ids=["bias", "bias2"])
-@pytest.mark.parametrize("wide_bk", [None, 16, 32, 64], ids=["128x128", "wide16", "wide32", "wide64"])
-def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2, wide_bk):
+def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2):
     """The projection's Gluon GEMM (residual epilogue, fp32 output) against the Triton GEMM: A strided as o in
-    qkv's rows, every element written (NaN-poisoned output); the shipped 128 x 128 tiles and the prepared 256 x 128
-    form (GLUON_PROJ_WIDE) at each BK."""
+    qkv's rows, every element written (NaN-poisoned output)."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon GEMM runs on sm_90 only")
     gen = torch.Generator(device="cuda").manual_seed(12)
@@ -606,8 +599,7 @@ def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2, wide_bk):
     x = torch.randn(m, kernel.HIDDEN, device="cuda", generator=gen)
     b2 = bias2 if with_bias2 else None
     outs = []
-    gluon_cfg = kernel.GLUON_GEMM["proj"] if wide_bk is None else (*kernel.GLUON_PROJ_WIDE[:4], wide_bk)
-    for cfg in (kernel.GEMM_CONFIGS["fp16"]["proj"], gluon_cfg):
+    for cfg in (kernel.GEMM_CONFIGS["fp16"]["proj"], kernel.GLUON_GEMM["proj"]):
         c = torch.full((m, kernel.HIDDEN), math.nan, device="cuda")
         kernel._launch(
             [kernel._linear_launch(o, w, bias, c, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=b2)]
@@ -624,14 +616,11 @@ def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2, wide_bk):
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 @pytest.mark.parametrize(("m", "n_rows", "r0", "r1", "pad"), [(100, 1, 0, 1, 1), (4097, 3000, 17, 2990, -1),
                                                              (33000, 40000, 0, 40000, 40000)])  # fmt: skip
-@pytest.mark.parametrize(
-    ("params", "shift"), [(0, False), (1, False), (2, False), (0, True), (1, True), (2, True)]
-)
-def test_gluon_gemm_layernorm_rows_gpu(monkeypatch, m, n_rows, r0, r1, pad, params, shift):
+@pytest.mark.parametrize("params", [0, 1, 2])
+def test_gluon_gemm_layernorm_rows_gpu(monkeypatch, m, n_rows, r0, r1, pad, params):
     """The Gluon GEMM's LayerNorm warp (GLUON_GEMM_LN_NEXT): rows r0 .. r1 - 1 as the LayerNorm launch computes
     them, the pad row zeros, no other row touched (NaN-poisoned); the GEMM's own output unchanged, bit for bit; each
-    place of the LayerNorm weight and bias (GLUON_GEMM_LN_PARAMS), with and without a shift (the rows x - shift:
-    LayerNorm2's, GLUON_GEMM_LN2_NEXT)."""
+    place of the LayerNorm weight and bias (GLUON_GEMM_LN_PARAMS)."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon GEMM runs on sm_90 only")
     monkeypatch.setattr(kernel, "GLUON_GEMM_LN_PARAMS", params)
@@ -642,12 +631,11 @@ def test_gluon_gemm_layernorm_rows_gpu(monkeypatch, m, n_rows, r0, r1, pad, para
     x = 2 * torch.randn(n_rows, kernel.HIDDEN, device="cuda", generator=gen) + 0.5
     g = 1 + 0.2 * torch.randn(kernel.HIDDEN, device="cuda", generator=gen)
     b = 0.2 * torch.randn(kernel.HIDDEN, device="cuda", generator=gen)
-    s = 1.5 * torch.randn(kernel.HIDDEN, device="cuda", generator=gen) if shift else None
     y = torch.full((n_rows + 1, kernel.HIDDEN), math.nan, device="cuda", dtype=torch.float16)
     y_ref = y.clone()
-    kernel._layernorm(x, g, b, 1e-6, y_ref[: n_rows + 1], pad_row=True, shift=s)
+    kernel._layernorm(x, g, b, 1e-6, y_ref[: n_rows + 1], pad_row=True)
     cs = []
-    for ln in (None, (x, g, b, 1e-6, y, r0, r1, pad, *([s] if shift else []))):
+    for ln in (None, (x, g, b, 1e-6, y, r0, r1, pad)):
         c = torch.full((m, kernel.QKV_DIM), math.nan, device="cuda", dtype=torch.float16)
         kernel._launch(
             [kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_BIAS, kernel.GLUON_GEMM["qkv"], ln=ln)]
@@ -669,9 +657,8 @@ def test_gluon_gemm_layernorm_rows_gpu(monkeypatch, m, n_rows, r0, r1, pad, para
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("params", [0, 2])
 def test_gluon_gemm_layernorm_settings_reach_the_launch(monkeypatch, params):
-    """GLUON_GEMM_LN_PIECES / _PARAMS reach a launch with LayerNorm rows (meta tensors, as a build records it), a
-    shift (ln's ninth entry) its LN_SHIFT; without rows the kernel's LN is off and keeps its one-piece ring; bad
-    rows and bad shifts are refused."""
+    """GLUON_GEMM_LN_PIECES / _PARAMS reach a launch with LayerNorm rows (meta tensors, as a build records it);
+    without rows the kernel's LN is off and keeps its one-piece ring; bad rows are refused."""
     monkeypatch.setattr(kernel, "GLUON_GEMM_LN_PARAMS", params)
     a = torch.empty(300, kernel.HIDDEN, dtype=torch.float16, device="meta")
     w = torch.empty(kernel.QKV_DIM, kernel.HIDDEN, dtype=torch.float16, device="meta")
@@ -687,38 +674,23 @@ def test_gluon_gemm_layernorm_settings_reach_the_launch(monkeypatch, params):
         kernel.GLUON_GEMM_LN_PIECES,
         params,
     )
-    assert args[6:15] == (x, g, g, g, y, 3, 40, 50, 1e-5) and meta["LN_SHIFT"] is False
+    assert args[6:14] == (x, g, g, y, 3, 40, 50, 1e-5)
     assert set(meta) - {"num_warps", "launch_pdl"} <= set(inspect.signature(fn.fn).parameters)
-    s = torch.empty(kernel.HIDDEN, device="meta")
-    fn, grid, args, meta = kernel._linear_launch(
-        a, w, bias, c, kernel.EPILOGUE_BIAS, cfg, ln=(x, g, g, 1e-5, y, 3, 40, -1, s)
-    )
-    assert args[6:15] == (x, g, g, s, y, 3, 40, -1, 1e-5) and meta["LN_SHIFT"] is True
     fn, grid, args, meta = kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_BIAS, cfg)
-    assert meta["LN"] is False and "LN_PIECES" not in meta and args[11:14] == (0, 0, -1)
-    bads = [(x, g, g, 1e-5, y, 0, 51, -1), (x, g, g, 1e-5, y, 0, 10, 51), (x, g, g, 1e-5, x, 0, 10, -1)]
-    bads += [(x, g, g, 1e-5, y, 0, 10, -1, x), (x, g, g, 1e-5, y, 0, 10, -1, s, s)]
-    for bad in bads:
+    assert meta["LN"] is False and "LN_PIECES" not in meta and args[10:13] == (0, 0, -1)
+    for bad in ((x, g, g, 1e-5, y, 0, 51, -1), (x, g, g, 1e-5, y, 0, 10, 51), (x, g, g, 1e-5, x, 0, 10, -1)):
         with pytest.raises(ValueError):
             kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_BIAS, cfg, ln=bad)
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
-@pytest.mark.parametrize(
-    ("ln_next", "ln2_next", "tokens", "mlp2_gemm"),
-    [(True, False, 20000, None), (False, False, 20000, None), (True, False, 3000, None), (True, True, 20000, None),
-     (False, True, 20000, None), (True, True, 20000, "triton")],
-)  # fmt: skip
-def test_block_next_chunk_layernorm_gpu(monkeypatch, ln_next, ln2_next, tokens, mlp2_gemm):
+@pytest.mark.parametrize(("ln_next", "tokens"), [(True, 20000), (False, 20000), (True, 3000)])
+def test_block_next_chunk_layernorm_gpu(monkeypatch, ln_next, tokens):
     """The block over 3+ chunks on the GPU with each later chunk's LayerNorm1 beside the previous chunk's GEMMs
-    (mlp1 in Gluon at 20000-token chunks' sub-chunks, Triton at 3000) and without; with a chunk's last
-    LayerNorm2 rows beside its first mlp1 (GLUON_GEMM_LN2_NEXT; x1 - b2 with the cuBLAS mlp2, x1 with Triton's)."""
+    (mlp1 in Gluon at 20000-token chunks' sub-chunks, Triton at 3000) and without."""
     monkeypatch.setattr(kernel, "GLUON_GEMM_LN_NEXT", ln_next)
-    monkeypatch.setattr(kernel, "GLUON_GEMM_LN2_NEXT", ln2_next)
-    if ln2_next:  # and the wide projection (prepared in the same session) on these chunks
-        monkeypatch.setattr(kernel, "GLUON_PROJ_WIDE_MIN_ROWS", 0)
-    _check_block("fp16", 2, 150, 200, workspace_tokens=tokens, mlp_split="always", mlp2_gemm=mlp2_gemm)
+    _check_block("fp16", 2, 150, 200, workspace_tokens=tokens, mlp_split="always")
 
 
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
@@ -779,54 +751,10 @@ def test_row_shares_cover_the_rows_once(rows, weights):
         assert r0 <= r1 and abs((r1 - r0) - rows * w / sum(weights)) < 1 + 1e-9
 
 
-@pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
-@pytest.mark.parametrize("bk", [16, 32, 64])
-def test_wide_projection_launch_carries_its_configuration(bk):
-    """The prepared wide projection (GLUON_PROJ_WIDE): 256 x 128 tiles, [256, BK] / [128, BK] operand tiles, a
-    ring of 96 KB, [64, 128] fp32 pieces for the output and the residual, every keyword one the kernel has; other
-    epilogues and BKs are refused."""
-    a = torch.empty(1000, kernel.HIDDEN, dtype=torch.float16, device="meta")
-    w = torch.empty(kernel.HIDDEN, kernel.HIDDEN, dtype=torch.float16, device="meta")
-    c, x = (torch.empty(1000, kernel.HIDDEN, device="meta") for _ in range(2))
-    b = torch.empty(kernel.HIDDEN, device="meta")
-    cfg = (*kernel.GLUON_PROJ_WIDE[:4], bk)
-    fn, grid, args, meta = kernel._linear_launch(
-        a, w, b, c, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=b
-    )
-    assert fn is kernel._linear_gluon_residual_wide_kernel and grid == (
-        min(4 * 6, kernel._num_sms(a.device)),
-    )
-    assert [d.block_shape for d in args[:4]] == [[256, bk], [128, bk], [64, 128], [64, 128]]
-    assert meta["STAGES"] * (256 + 128) * bk * 2 == 96 * 1024 and meta["BIAS2"] is True
-    assert (meta["CONSUMER_REGS"], meta["EPILOGUE_REGS"], meta["LOADER_REGS"]) == cfg[1:4]
-    assert set(meta) - {"num_warps", "launch_pdl"} <= set(inspect.signature(fn.fn).parameters)
-    with pytest.raises(ValueError, match="wide"):
-        kernel._linear_launch(a, w, b, c, kernel.EPILOGUE_RESIDUAL, (*cfg[:4], 128), residual=x)
-    with pytest.raises(ValueError, match="wide"):
-        kernel._linear_launch(a, w, b, c.half(), kernel.EPILOGUE_BIAS, cfg)
-
-
-@pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
-@pytest.mark.parametrize("min_rows", [None, 0, 45000])  # chunks of 46200 and 43800 tokens
-def test_wide_projection_takes_the_chunks_it_is_meant_for(monkeypatch, min_rows):
-    """GLUON_PROJ_WIDE_MIN_ROWS: the projections of chunks of at least that many tokens run the wide form on sm_90,
-    the others the 128 x 128 Gluon GEMM; None (the default): none."""
-    pytest.importorskip("triton.experimental.gluon")
-    monkeypatch.setattr(kernel, "GLUON_PROJ_WIDE_MIN_ROWS", min_rows)
-    sp = kernel.plan_scratch(1, 300, 300)
-    plan = _block_plan(monkeypatch, 1, 300, 300, True)
-    wide = [a[0].base.shape[0] for fn, g, a, k in plan if fn is kernel._linear_gluon_residual_wide_kernel]
-    narrow = [a[0].base.shape[0] for fn, g, a, k in plan if fn is kernel._linear_gluon_residual_kernel]
-    sizes = [t1 - t0 for _, _, t0, t1 in sp.chunks]
-    assert sorted(wide + narrow) == sorted(sizes) and len(set(sizes)) > 1
-    assert sorted(wide) == sorted(n for n in sizes if min_rows is not None and n >= min_rows)
-
-
-def _block_plan(monkeypatch, batch, height, width, ln_next, ln2_next=False, **forward_kw):
+def _block_plan(monkeypatch, batch, height, width, ln_next, **forward_kw):
     """The launches forward() plans for sm_90a (a build's recording on meta tensors)."""
     monkeypatch.setenv(kernel.TARGET_ARCH_ENV, "sm_90a")
     monkeypatch.setattr(kernel, "GLUON_GEMM_LN_NEXT", ln_next)
-    monkeypatch.setattr(kernel, "GLUON_GEMM_LN2_NEXT", ln2_next)
     launched = []
     monkeypatch.setattr(kernel, "_launch", lambda plan: launched.extend(plan))
     shapes = [(batch, height, width, 768), (2304, 768), (2304,), (768, 768), (768,), (27, 64), (27, 64)]
@@ -887,8 +815,7 @@ def test_next_chunk_layernorm_beside_the_gemms(monkeypatch, batch, height, width
             assert len(hosts) == (len(gemms) if k else 0)
             zero_caps |= k == 0
         if c + 1 < len(sp.chunks) and k:
-            x_rows, w, b, shift, y, r0, r1, pad, eps = zip(*(a[6:15] for a in hosts), strict=True)
-            assert all(s_ is b_ for s_, b_ in zip(shift, b, strict=True))  # LayerNorm1: no shift
+            x_rows, w, b, y, r0, r1, pad, eps = zip(*(a[6:14] for a in hosts), strict=True)
             assert {_view(t) for t in x_rows} == {(nt0 * 768, (nt1 - nt0, 768), (768, 1), torch.float32)}
             assert {_view(t) for t in y} == {_view(on[qkv[c + 1]][2][0].base)}  # the next qkv GEMM's A
             assert r0[0] == 0 and r1[-1] == k and all(a == b for a, b in zip(r1, r0[1:], strict=False))
@@ -908,86 +835,6 @@ def test_next_chunk_layernorm_beside_the_gemms(monkeypatch, batch, height, width
         fused_any |= done > 0
         done = k if c + 1 < len(sp.chunks) else 0  # the next chunk's rows done beside these GEMMs
     assert fused_any and zero_caps == (workspace is not None)
-
-
-@pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
-@pytest.mark.parametrize(
-    ("batch", "height", "width"), [(2, 150, 200), (1, 300, 300), (4, 64, 64), (1, 30, 300)]
-)
-@pytest.mark.parametrize("sms", [4, 132, 264])  # 264: capacity past the later sub-chunks' rows
-@pytest.mark.parametrize("mlp2_gemm", ["cublas", "triton"])
-def test_layernorm2_rows_beside_the_first_mlp1(monkeypatch, batch, height, width, sms, mlp2_gemm):
-    """GLUON_GEMM_LN2_NEXT (sm_90): where a chunk's MLP runs in sub-chunks and the first one's mlp1 in Gluon, that
-    mlp1 normalises the chunk's last k LayerNorm2 rows (k: its ln_capacity, at most the later sub-chunks' rows)
-    from the projection's output into the rows the later mlp1 launches read, less b2 where x1 holds it (the cuBLAS
-    mlp2); the LayerNorm2 launch keeps the rows before them, and that mlp1 takes no LayerNorm1 rows of the next
-    chunk (the qkv GEMM and the later mlp1 launches do). Elsewhere (4 x 64 x 64: 4096-row sub-chunks, Triton's
-    mlp1; 1 x 30 x 300: no sub-chunks) the plan is the one without it, as it is everywhere with it off."""
-    pytest.importorskip("triton.experimental.gluon")
-    monkeypatch.setattr(kernel, "_num_sms", lambda device: sms)
-    kw = {"mlp2_gemm": mlp2_gemm}
-    sp = kernel.plan_scratch(batch, height, width)
-    off = _block_plan(monkeypatch, batch, height, width, True, False, **kw)
-    on = _block_plan(monkeypatch, batch, height, width, True, True, **kw)
-    cublas = mlp2_gemm == "cublas"
-
-    def ln2_launches(plan):
-        return [(a, k) for fn, g, a, k in plan if fn is kernel._prologue_kernel and not k["PAD_ROW"]]
-
-    def mlp1_launches(plan):
-        return [(a, k) for fn, g, a, k in plan if fn is kernel._linear_gluon_kernel and k["GELU"]]
-
-    hosted_any, ln2_hosts, ln2_chunks = False, set(), set()
-    mlp1_on, mlp1_off = mlp1_launches(on), mlp1_launches(off)
-    ln2_on, ln2_off = ln2_launches(on), ln2_launches(off)
-    assert len(ln2_on) == len(ln2_off) == len(sp.chunks) and len(mlp1_on) == len(mlp1_off)
-    i = 0  # the chunk's first Gluon mlp1 launch among mlp1_on
-    for c, ((_, _, t0, t1), subs) in enumerate(zip(sp.chunks, sp.mlp_subs, strict=True)):
-        n = t1 - t0
-        gluon_subs = [r1 - r0 >= kernel.GLUON_GEMM_MIN_ROWS["mlp1"] for r0, r1 in subs]
-        (a_on, k_on), (a_off, k_off) = ln2_on[c], ln2_off[c]
-        assert a_off[4] == n and k_off["SHIFT"] == cublas  # the launch over the whole chunk, off
-        k = min(n - subs[1][0], kernel.ln_capacity(subs[0][1], kernel.MLP_DIM, sms)) if len(subs) > 1 else 0
-        if not (len(subs) > 1 and gluon_subs[0]):
-            k = 0
-        assert a_on[4] == n - k and k_on["SHIFT"] == cublas
-        assert _view(a_on[0]) == (t0 * 768, (n - k, 768), (768, 1), torch.float32)
-        if gluon_subs[0]:
-            (m_a, m_k) = mlp1_on[i]
-            if k:
-                hosted_any = True
-                x_rows, w, b, shift, y, r0, r1, pad, eps = m_a[6:15]
-                assert m_k["LN"] is True and m_k["LN_SHIFT"] == cublas
-                assert _view(x_rows) == (t0 * 768, (n, 768), (768, 1), torch.float32)  # the projection's rows
-                assert (r0, r1, pad, eps) == (n - k, n, -1, 1e-6)
-                assert y.shape == (n, 768) and y.storage_offset() == a_on[3].storage_offset()  # LN2's a2
-                ln2_hosts.add(id(m_a))
-                ln2_chunks.add(c)
-                assert (shift is not b) == cublas
-                later = [a for a, _ in mlp1_on[i + 1 : i + sum(gluon_subs)]]
-                assert all(a[0].base.storage_offset() >= y.storage_offset() for a in later)
-            i += sum(gluon_subs)
-    assert hosted_any == ((batch, height, width) in ((2, 150, 200), (1, 300, 300)))
-    # the next chunk's LayerNorm1 rows: on the qkv GEMM and the mlp1 launches other than a LayerNorm2 host, as
-    # many as their capacities give
-    ln1_rows = sum(a[12] - a[11] for fn, g, a, k in on if fn is kernel._linear_gluon_kernel and k["LN"]
-                   and id(a) not in ln2_hosts)  # fmt: skip
-    expected = 0
-    for c in range(len(sp.chunks) - 1):
-        (_, _, t0, t1), subs = sp.chunks[c], sp.mlp_subs[c]
-        caps = [kernel.ln_capacity(t1 - t0 + 1, kernel.QKV_DIM, sms)]
-        caps += [kernel.ln_capacity(r1 - r0, kernel.MLP_DIM, sms) for j, (r0, r1) in enumerate(subs)
-                 if r1 - r0 >= kernel.GLUON_GEMM_MIN_ROWS["mlp1"] and not (j == 0 and c in ln2_chunks)]  # fmt: skip
-        nt0, nt1 = sp.chunks[c + 1][2:]
-        expected += min(nt1 - nt0, sum(caps))
-    assert ln1_rows == expected
-    if not hosted_any:  # the same plan
-
-        def key(plan):
-            return [(fn, g, {n: v for n, v in k.items() if not torch.is_tensor(getattr(v, "base", None))})
-                    for fn, g, a, k in plan]  # fmt: skip
-
-        assert key(on) == key(off)
 
 
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
@@ -1244,6 +1091,20 @@ def test_direct_launch_is_off_without_compiled_kernels(monkeypatch):
     out = torch.empty_like(args[0])
     kernel.forward(*args, out)  # runs on either path
     assert torch.isfinite(out).all()
+
+
+@pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
+def test_direct_launch_is_off_for_a_recording_on_meta_tensors(monkeypatch):
+    # a Gluon kernel stays a JIT function under the interpreter, so a plan of Gluon launches on meta tensors (a
+    # build's recording) would pass the JIT-function check; the first launch's tensors must be CUDA ones too
+    monkeypatch.setattr(kernel, "_DIRECT_LAUNCH_TRITON", frozenset({kernel._TRITON_VERSION}))
+    a = torch.empty(300, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    w = torch.empty(kernel.QKV_DIM, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    bias = torch.empty(kernel.QKV_DIM, device="meta")
+    c = torch.empty(300, kernel.QKV_DIM, dtype=torch.float16, device="meta")
+    launch = kernel._linear_launch(a, w, bias, c, kernel.EPILOGUE_BIAS, kernel.GLUON_GEMM["qkv"])
+    assert isinstance(launch[0], triton.runtime.jit.JITFunction)  # what the first check lets through
+    assert not kernel._direct_launch_ok([launch])
 
 
 @pytest.mark.gpu

@@ -106,43 +106,6 @@ def test_077_gluon_gemm_builds_for_sm90a_with_both_epilogues():
         assert b["shared"] <= SHARED_LIMIT[90] and b["stack"] == 0, b
 
 
-def test_077_prepared_gluon_forms_build_for_sm90a():
-    """The 077 forms prepared in session 29 and off by default, which the solution's recording does not launch:
-    the wide projection (GLUON_PROJ_WIDE, 256 x 128 tiles) at each BK and the mlp1 GEMM with LayerNorm rows less a
-    shift (GLUON_GEMM_LN2_NEXT) at the default GLUON_GEMM_LN_PARAMS: sm_90a, within the limits, no spills."""
-    pytest.importorskip("triton.experimental.gluon")
-    (folder,) = (PROJECT_ROOT / "solutions").glob("077_*/triton_fused")
-    kernel = load_module(folder / "kernel.py", "_build_test077_prepared")
-    m, h = 1000, kernel.HIDDEN
-
-    def meta(*shape, dtype=torch.float32):
-        return torch.empty(*shape, dtype=dtype, device="meta")
-
-    o, w = meta(m, h, dtype=torch.float16), meta(h, h, dtype=torch.float16)
-    w1, h1 = meta(kernel.MLP_DIM, h, dtype=torch.float16), meta(m, kernel.MLP_DIM, dtype=torch.float16)
-    x, out, b, b1 = meta(m, h), meta(m, h), meta(h), meta(kernel.MLP_DIM)
-    plan = [
-        kernel._linear_launch(
-            o, w, b, out, kernel.EPILOGUE_RESIDUAL, (*kernel.GLUON_PROJ_WIDE[:4], bk), x, bias2=b
-        )
-        for bk in (16, 32, 64)
-    ]
-    ln = (x, b, b, 1e-6, meta(m, h, dtype=torch.float16), 0, m, -1, b)  # LayerNorm2's rows, less b2
-    plan.append(kernel._linear_launch(o, w1, b1, h1, kernel.EPILOGUE_GELU, kernel.GLUON_GEMM["mlp1"], ln=ln))
-    launches = capture_launches(kernel._launch, [plan])
-    assert [launch.kernel for launch in launches] == ["_linear_gluon_residual_wide_kernel"] * 3 + [
-        "_linear_gluon_kernel"
-    ]
-    assert launches[-1].kwargs["LN_SHIFT"] is True
-    for launch in launches:
-        launch.kwargs.update(GPU_ONLY["077"])
-    builds = build_launches(launches, 90)
-    assert len(builds) == 4
-    for b in builds:
-        assert "error" not in b, b
-        assert b["shared"] <= SHARED_LIMIT[90] and b["stack"] == 0, b
-
-
 def test_075_builds_carry_the_split_launch_constexprs():
     """The build of 075's split pairs is what a GPU launches: every shape here splits (a persistent launch of
     phases 1-6, then phase 7), and the phase-7 launch waits for the persistent one (programmatic dependent

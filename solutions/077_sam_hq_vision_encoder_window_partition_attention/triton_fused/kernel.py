@@ -126,12 +126,6 @@ GLUON_GEMM: dict[str, tuple] | None = {
     "proj": ("gluon", 216, 80, 80, 8),
 }
 GLUON_GEMM_MIN_ROWS: dict[str, int] = {"qkv": 0, "mlp1": 8192, "proj": 0}
-#: The projection over 256 x 128 tiles (`_linear_gluon_residual_wide_kernel`: a third fewer operand bytes from L2
-#: per product than 128 x 128) from this many rows on; None: never (session 29: prepared, not run). Its
-#: configuration: ("gluon_wide", consumer registers, epilogue registers, loader registers, BK); the ring holds
-#: 96 KB (4 stages at BK 32).
-GLUON_PROJ_WIDE_MIN_ROWS: int | None = None
-GLUON_PROJ_WIDE: tuple = ("gluon_wide", 216, 80, 80, 32)
 #: The fp16 Gluon GEMM's epilogue stores its rows from registers (16-byte stores) instead of writing them back to
 #: shared memory for a TMA store (session 25, measured below).
 GLUON_GEMM_DIRECT_STORE = True
@@ -139,10 +133,6 @@ GLUON_GEMM_DIRECT_STORE = True
 #: ln_capacity gives them, instead of in its own launch (an HBM-bound pass beside compute-bound ones; session 28:
 #: 0.2-1.0 % in A/Bs); the rest, and the first chunk's LayerNorm1 (with the weight conversion), keep a launch.
 GLUON_GEMM_LN_NEXT = True
-#: A chunk's last LayerNorm2 rows (those of its later MLP sub-chunks) by the LayerNorm warp of its first
-#: sub-chunk's Gluon mlp1, as many as ln_capacity gives it, instead of in the LayerNorm2 launch (session 29:
-#: prepared, not measured; the same rows and numerics as the launch, x1 - b2 with MLP2_GEMM "cublas").
-GLUON_GEMM_LN2_NEXT = False
 #: ln_capacity: a GEMM launch's LayerNorm warps busy for this share of its time, estimated at this rate, at this
 #: many us a row (H200, session 28: ~0.54 us a row alone, ~1 us beside the GEMM's tiles with PARAMS 0; session 29:
 #: PARAMS 1 rows 8-17 % cheaper, and 0.65 here instead of 0.8 faster on 6 of 7 workloads in an A/B).
@@ -1230,15 +1220,6 @@ if gluon is not None:
                 c += 1
 
     @gluon.jit
-    def _gg_bias(bias_ptr, bias2_ptr, off_n, BN: gl.constexpr, BIAS2: gl.constexpr, acc_l: gl.constexpr):
-        """A tile's accumulator start: bias (+ bias2) of columns off_n .. off_n + BN - 1, as a [1, BN] row."""
-        cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_l))
-        bias = gl.load(bias_ptr + cols)
-        if BIAS2:
-            bias += gl.load(bias2_ptr + cols)
-        return gl.expand_dims(bias, 0)
-
-    @gluon.jit
     def _gg_consumer(
         a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias2_ptr, M, N: gl.constexpr, K: gl.constexpr,
         GROUP_M: gl.constexpr, STAGES: gl.constexpr, WG: gl.constexpr, BIAS2: gl.constexpr,
@@ -1256,9 +1237,11 @@ if gluon is not None:
         t = 0
         for tile in range(gl.program_id(0), gl.cdiv(M, BM) * (N // BN), gl.num_programs(0)):
             off_m, off_n = _gg_coords(tile, M, N, BM, BN, GROUP_M)
-            acc = gl.zeros([HM, BN], gl.float32, acc_l) + _gg_bias(
-                bias_ptr, bias2_ptr, off_n, BN, BIAS2, acc_l
-            )
+            cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_l))
+            bias = gl.load(bias_ptr + cols)
+            if BIAS2:
+                bias += gl.load(bias2_ptr + cols)
+            acc = gl.zeros([HM, BN], gl.float32, acc_l) + gl.expand_dims(bias, 0)
             for kk in range(K // BK):
                 s = c % STAGES
                 _gl_bar.wait(ready.index(s), (c // STAGES) & 1)
@@ -1341,33 +1324,24 @@ if gluon is not None:
             _gl_cp_load(x_s.index((3 * q + j) % NR), x_ptr + row + j * 256 + cols)
 
     @gluon.jit
-    def _gg_ln_shifted(x_s, q, NR: gl.constexpr, PS: gl.constexpr, SHIFT: gl.constexpr, lay: gl.constexpr):
-        """Row q's pieces (_gg_ln_pieces), less the shift's pieces (slots PS .. PS + 2 of x_s) if SHIFT."""
-        x0, x1, x2 = _gg_ln_pieces(x_s, q, NR, lay)
-        if SHIFT:
-            x0 -= x_s.index(PS).load(lay)
-            x1 -= x_s.index(PS + 1).load(lay)
-            x2 -= x_s.index(PS + 2).load(lay)
-        return x0, x1, x2
-
-    @gluon.jit
     def _gg_ln_row(
-        x_s, w, b_ptr, y_ptr, q, first, step, n_mine, eps, cols, NR: gl.constexpr, PB: gl.constexpr,
-        PS: gl.constexpr, PARAMS: gl.constexpr, SHIFT: gl.constexpr, lay: gl.constexpr, C: gl.constexpr,
+        x_s, w, b_ptr, y_ptr, q, first, step, n_mine, eps, cols, NR: gl.constexpr, PARAMS: gl.constexpr,
+        lay: gl.constexpr, C: gl.constexpr,
     ):  # fmt: skip
         """Normalise row q of this program from the ring (two passes over shared memory) and store it (fp16). The
         LayerNorm weight and bias (PARAMS, see _gg_layernorm_rows): w the weight's three pieces in registers
-        (PARAMS 0, 1), else from slots NR .. NR + 2 of x_s; the bias from b_ptr (0) or slots PB .. PB + 2 (1, 2).
-        SHIFT: the row less the shift (slots PS .. PS + 2) first."""
+        (PARAMS 0, 1), else from slots NR .. NR + 2 of x_s; the bias from b_ptr (0) or slots NR .. NR + 2 (1) or
+        NR + 3 .. NR + 5 (2)."""
         if PARAMS == 0:
             b = (gl.load(b_ptr + cols), gl.load(b_ptr + 256 + cols), gl.load(b_ptr + 512 + cols))
         else:
+            PB: gl.constexpr = NR if PARAMS == 1 else NR + 3
             b = (x_s.index(PB).load(lay), x_s.index(PB + 1).load(lay), x_s.index(PB + 2).load(lay))
         if PARAMS == 2:
             w = (x_s.index(NR).load(lay), x_s.index(NR + 1).load(lay), x_s.index(NR + 2).load(lay))
-        x0, x1, x2 = _gg_ln_shifted(x_s, q, NR, PS, SHIFT, lay)
+        x0, x1, x2 = _gg_ln_pieces(x_s, q, NR, lay)
         mean = gl.sum(x0 + x1 + x2, axis=1)[:, None] / C
-        x0, x1, x2 = _gg_ln_shifted(x_s, q, NR, PS, SHIFT, lay)
+        x0, x1, x2 = _gg_ln_pieces(x_s, q, NR, lay)
         x0 -= mean
         x1 -= mean
         x2 -= mean
@@ -1380,8 +1354,8 @@ if gluon is not None:
 
     @gluon.jit
     def _gg_layernorm_rows(
-        x_ptr, w_ptr, b_ptr, s_ptr, y_ptr, x_s, r0, r1, pad, eps, C: gl.constexpr, PDL: gl.constexpr,
-        LN: gl.constexpr, PARAMS: gl.constexpr, SHIFT: gl.constexpr,
+        x_ptr, w_ptr, b_ptr, y_ptr, x_s, r0, r1, pad, eps, C: gl.constexpr, PDL: gl.constexpr, LN: gl.constexpr,
+        PARAMS: gl.constexpr,
     ):  # fmt: skip
         """One warp per program, beside the GEMM's partitions (GLUON_GEMM_LN_NEXT): LayerNorm of rows r0 .. r1 - 1
         of x (fp32, C = 768 columns) into y (fp16), program p taking rows r0 + p, r0 + p + programs, ..., as
@@ -1391,18 +1365,12 @@ if gluon is not None:
         256-column pieces (a row is three; 16 pieces: four rows ahead and a spare piece, as shapes are powers of
         two); each lane reads back only what it copied itself, so the ring needs no barrier. PARAMS
         (GLUON_GEMM_LN_PARAMS): 0 the weight in registers and the bias loaded per row, 1 (the default) the bias in
-        three of the ring's pieces (three rows ahead), 2 the weight too (two rows ahead). SHIFT (LayerNorm2 rows
-        beside mlp1, GLUON_GEMM_LN2_NEXT): the rows are x - shift (s_ptr), as _prologue_kernel's SHIFT; the shift
-        takes three more of the ring's pieces (one row ahead less). LN False: nothing to do (a launch without
-        LayerNorm rows; the warp is the CTA's twelfth, there anyway)."""
+        three of the ring's pieces (three rows ahead), 2 the weight too (two rows ahead). LN False: nothing to do
+        (a launch without LayerNorm rows; the warp is the CTA's twelfth, there anyway)."""
         if LN:
             gl.static_assert(C == 768)
             gl.static_assert(x_s.shape[0] == 16)
-            # the rows' pieces (slots 0 .. NR - 1), then the weight's (PARAMS 2), the bias's from PB (1, 2), the
-            # shift's from PS
-            NR: gl.constexpr = (16 if PARAMS == 0 else (12 if PARAMS == 1 else 9)) - 3 * SHIFT
-            PB: gl.constexpr = NR + 3 * (PARAMS == 2)
-            PS: gl.constexpr = PB + 3 * (PARAMS > 0)
+            NR: gl.constexpr = 16 if PARAMS == 0 else (12 if PARAMS == 1 else 9)  # the rows' pieces
             # [1, 256] pieces (a 2-d layout stays legal for the ring's slots in Triton 3.6): 8 fp32 a lane
             lay: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, 1], [1, 0])
             cols = gl.arange(0, 256, layout=gl.SliceLayout(0, lay))[None, :]
@@ -1421,14 +1389,11 @@ if gluon is not None:
                 w = None
                 if PARAMS < 2:
                     w = (gl.load(w_ptr + cols), gl.load(w_ptr + 256 + cols), gl.load(w_ptr + 512 + cols))
-                if PARAMS > 0 or SHIFT:  # their own copy group, older than every row's
+                if PARAMS > 0:  # their own copy group, older than every row's
                     for j in gl.static_range(3):
-                        if PARAMS > 0:
-                            _gl_cp_load(x_s.index(PB + j), b_ptr + j * 256 + cols)
+                        _gl_cp_load(x_s.index(NR + j + (3 if PARAMS == 2 else 0)), b_ptr + j * 256 + cols)
                         if PARAMS == 2:
                             _gl_cp_load(x_s.index(NR + j), w_ptr + j * 256 + cols)
-                        if SHIFT:
-                            _gl_cp_load(x_s.index(PS + j), s_ptr + j * 256 + cols)
                     _gl_cp.commit_group()
                 # rows in flight beside the one being normalised
                 AHEAD: gl.constexpr = (NR - 3) // 3
@@ -1439,25 +1404,7 @@ if gluon is not None:
                     _gg_ln_issue(x_s, x_ptr, i + AHEAD, first, step, r1, cols, NR, C)
                     _gl_cp.commit_group()
                     _gl_cp.wait_group(AHEAD)  # row i (and the weight / bias pieces) have landed
-                    _gg_ln_row(
-                        x_s,
-                        w,
-                        b_ptr,
-                        y_ptr,
-                        i,
-                        first,
-                        step,
-                        n_mine,
-                        eps,
-                        cols,
-                        NR,
-                        PB,
-                        PS,
-                        PARAMS,
-                        SHIFT,
-                        lay,
-                        C,
-                    )
+                    _gg_ln_row(x_s, w, b_ptr, y_ptr, i, first, step, n_mine, eps, cols, NR, PARAMS, lay, C)
                 _gl_cp.wait_group(0)
 
     @gluon.jit
@@ -1487,8 +1434,7 @@ if gluon is not None:
         ln_x_ptr,  # LN: the next chunk's x rows [.., 768] fp32, LayerNorm weight and bias [768] fp32
         ln_w_ptr,
         ln_b_ptr,
-        ln_s_ptr,  # LN_SHIFT: [768] fp32, subtracted from the x rows first (LayerNorm2's rows, GLUON_GEMM_LN2_NEXT)
-        ln_y_ptr,  # LN: [.., 768] fp16, the next chunk's LayerNorm1 output (or this chunk's LayerNorm2 rows)
+        ln_y_ptr,  # LN: [.., 768] fp16, the next chunk's LayerNorm1 output
         ln_r0,  # LN: rows ln_r0 .. ln_r1 - 1 of ln_x into ln_y, and row ln_pad of ln_y as zeros (if >= 0)
         ln_r1,
         ln_pad,
@@ -1501,7 +1447,6 @@ if gluon is not None:
         LN_REGS: gl.constexpr = 80,
         LN_PIECES: gl.constexpr = 1,
         LN_PARAMS: gl.constexpr = 0,
-        LN_SHIFT: gl.constexpr = False,
         GROUP_M: gl.constexpr = 8,
         STAGES: gl.constexpr = 3,
         CONSUMER_REGS: gl.constexpr = 216,
@@ -1538,8 +1483,8 @@ if gluon is not None:
                 ),
                 (_gg_epilogue, (c_desc, c_ptr, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2, DIRECT)),
                 (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
-                (_gg_layernorm_rows, (ln_x_ptr, ln_w_ptr, ln_b_ptr, ln_s_ptr, ln_y_ptr, ln_s, ln_r0, ln_r1, ln_pad,
-                                      ln_eps, K, PDL, LN, LN_PARAMS, LN_SHIFT)),
+                (_gg_layernorm_rows, (ln_x_ptr, ln_w_ptr, ln_b_ptr, ln_y_ptr, ln_s, ln_r0, ln_r1, ln_pad, ln_eps,
+                                      K, PDL, LN, LN_PARAMS)),
             ],
             [4, 2, 1, 1],
             [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS, LN_REGS],
@@ -1633,129 +1578,6 @@ if gluon is not None:
                 (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
             ],
             [4, 2, 1],
-            [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS],
-        )  # fmt: skip
-
-    @gluon.jit
-    def _gg_consumer_wide(
-        a_s, b_s, e_s, ready, empty, x_ready, e_ready, bias_ptr, bias2_ptr, M, N: gl.constexpr, K: gl.constexpr,
-        GROUP_M: gl.constexpr, STAGES: gl.constexpr, WG: gl.constexpr, BIAS2: gl.constexpr,
-    ):  # fmt: skip
-        """One warpgroup of the wide projection (GLUON_PROJ_WIDE_MIN_ROWS): rows WG * 128 .. + 127 of every 256 x
-        128 tile as two [64, 128] accumulators starting at bias (+ bias2); then each adds the residual rows that
-        the epilogue warp brought into its buffer (e_s[2 WG + j], x_ready) and writes the sum back there."""
-        BM: gl.constexpr = a_s.shape[1]
-        BN: gl.constexpr = b_s.shape[1]
-        BK: gl.constexpr = a_s.shape[2]
-        acc_l: gl.constexpr = gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 16]
-        )
-        c = 0
-        t = 0
-        for tile in range(gl.program_id(0), gl.cdiv(M, BM) * (N // BN), gl.num_programs(0)):
-            off_m, off_n = _gg_coords(tile, M, N, BM, BN, GROUP_M)
-            bias = _gg_bias(bias_ptr, bias2_ptr, off_n, BN, BIAS2, acc_l)
-            acc0 = gl.zeros([64, BN], gl.float32, acc_l) + bias
-            acc1 = gl.zeros([64, BN], gl.float32, acc_l) + bias
-            for kk in range(K // BK):
-                s = c % STAGES
-                _gl_bar.wait(ready.index(s), (c // STAGES) & 1)
-                w_t = b_s.index(s).permute((1, 0))
-                acc0 = _gl_mma(a_s.index(s).slice(WG * 128, 64), w_t, acc0, use_acc=True, is_async=True)
-                acc1 = _gl_mma(a_s.index(s).slice(WG * 128 + 64, 64), w_t, acc1, use_acc=True, is_async=True)
-                acc0, acc1 = _gl_mma_wait(num_outstanding=2, deps=(acc0, acc1))
-                # the previous step's products are done: its stage is free (from this warpgroup)
-                _gl_bar.arrive(empty.index((c + STAGES - 1) % STAGES), pred=kk > 0)
-                c += 1
-            acc0, acc1 = _gl_mma_wait(num_outstanding=0, deps=(acc0, acc1))
-            _gl_bar.arrive(empty.index((c + STAGES - 1) % STAGES))
-            _gl_bar.wait(x_ready.index(2 * WG), t & 1)
-            buf0 = e_s.index(2 * WG)
-            buf0.store(acc0 + buf0.load(acc_l))
-            _gl_bar.wait(x_ready.index(2 * WG + 1), t & 1)
-            buf1 = e_s.index(2 * WG + 1)
-            buf1.store(acc1 + buf1.load(acc_l))
-            _gl_fence()  # for the TMA store (async proxy)
-            _gl_sync()  # every thread's part is written
-            _gl_bar.arrive(e_ready.index(2 * WG))
-            _gl_bar.arrive(e_ready.index(2 * WG + 1))
-            t += 1
-
-    @gluon.jit
-    def _gg_epilogue_wide(c_desc, x_desc, e_s, x_ready, e_ready, M, N: gl.constexpr, GROUP_M: gl.constexpr):
-        """One warp of the wide projection: the residual's four [64, 128] pieces of a tile into e_s by TMA (before
-        the PDL wait: x is an input), the consumers' sums out by TMA stores, and each buffer reloaded with the next
-        tile's residual once its store has read it (so x arrives a whole tile ahead; x_ready also frees the buffer
-        for the consumer)."""
-        HM: gl.constexpr = c_desc.block_type.shape[0]
-        BN: gl.constexpr = c_desc.block_type.shape[1]
-        first = gl.program_id(0)
-        n_tiles = gl.cdiv(M, 4 * HM) * (N // BN)
-        if first < n_tiles:
-            off_m, off_n = _gg_coords(first, M, N, 4 * HM, BN, GROUP_M)
-            for q in gl.static_range(4):
-                _gl_bar.expect(x_ready.index(q), x_desc.block_type.nbytes)
-                _gl_tma_load(x_desc, [off_m + q * HM, off_n], x_ready.index(q), e_s.index(q))
-        t = 0
-        for tile in range(first, n_tiles, gl.num_programs(0)):
-            off_m, off_n = _gg_coords(tile, M, N, 4 * HM, BN, GROUP_M)
-            nxt = tile + gl.num_programs(0)
-            nxt_m, nxt_n = _gg_coords(nxt, M, N, 4 * HM, BN, GROUP_M)
-            for q in gl.static_range(4):
-                _gl_bar.wait(e_ready.index(q), t & 1)
-                _gl_tma_store(c_desc, [off_m + q * HM, off_n], e_s.index(q))  # rows past M are clipped
-            for q in gl.static_range(4):
-                _gl_tma.store_wait(3 - q)  # piece q's store has read its buffer
-                if nxt < n_tiles:
-                    _gl_bar.expect(x_ready.index(q), x_desc.block_type.nbytes)
-                    _gl_tma_load(x_desc, [nxt_m + q * HM, nxt_n], x_ready.index(q), e_s.index(q))
-            t += 1
-
-    @gluon.jit(do_not_specialize=["M"])
-    def _linear_gluon_residual_wide_kernel(
-        a_desc,  # [M, K] fp16, block [256, BK]
-        w_desc,  # [N, K] fp16, block [128, BK]
-        c_desc,  # [M, N] fp32, block [64, 128]: the output
-        x_desc,  # [M, N] fp32, block [64, 128]: the residual
-        bias_ptr,  # [N] fp32
-        bias2_ptr,  # [N] fp32 (BIAS2)
-        M,
-        N: gl.constexpr,
-        K: gl.constexpr,
-        BIAS2: gl.constexpr = False,
-        GROUP_M: gl.constexpr = 8,
-        STAGES: gl.constexpr = 4,
-        CONSUMER_REGS: gl.constexpr = 216,
-        EPILOGUE_REGS: gl.constexpr = 80,
-        LOADER_REGS: gl.constexpr = 80,
-        PDL: gl.constexpr = 0,
-    ):  # fmt: skip
-        """c = x + bias (+ bias2) + a w^T, fp32 c and x, on sm_90, over 256 x 128 tiles (GLUON_PROJ_WIDE_MIN_ROWS;
-        session 29, prepared): `_gg_loader`'s ring (STAGES x (256 + 128) x BK fp16: 96 KB at BK 32 and 4 stages),
-        two consumer warpgroups of 128 rows each, and four [64, 128] fp32 buffers (128 KB) that hold a piece's
-        residual rows (TMA, a tile ahead) and then, in place, its sum until the TMA store has read it. Against
-        `_linear_gluon_residual_kernel`'s 128 x 128 tiles a third fewer operand bytes from L2 per product."""
-        a_s, b_s, ready, empty = _gg_ring(a_desc, w_desc, STAGES)
-        e_s = gl.allocate_shared_memory(gl.float32, [4] + c_desc.block_type.shape, c_desc.layout)
-        x_ready = _gg_barriers(4, 1)
-        e_ready = _gg_barriers(4, 1)
-        _gl_fence()
-        gl.warp_specialize(
-            [
-                (
-                    _gg_consumer_wide,
-                    (a_s, b_s, e_s, ready, empty, x_ready, e_ready, bias_ptr, bias2_ptr, M, N, K, GROUP_M, STAGES,
-                     0, BIAS2),
-                ),
-                (
-                    _gg_consumer_wide,
-                    (a_s, b_s, e_s, ready, empty, x_ready, e_ready, bias_ptr, bias2_ptr, M, N, K, GROUP_M, STAGES,
-                     1, BIAS2),
-                ),
-                (_gg_epilogue_wide, (c_desc, x_desc, e_s, x_ready, e_ready, M, N, GROUP_M)),
-                (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
-            ],
-            [4, 1, 1],
             [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS],
         )  # fmt: skip
 
@@ -2072,7 +1894,7 @@ def _linear_launch(
     bias2: torch.Tensor | None = None,  # [N] fp32, EPILOGUE_RESIDUAL: added with bias
     ln: tuple | None = None,  # LayerNorm rows beside a Gluon GEMM (see _gluon_linear_launch)
 ) -> Launch:
-    if cfg[0] in ("gluon", "gluon_wide"):
+    if cfg[0] == "gluon":
         return _gluon_linear_launch(a, w, bias, c, epilogue, cfg, residual, bias2, ln)
     if ln is not None:
         raise ValueError("linear: LayerNorm rows only beside a Gluon GEMM")
@@ -2136,14 +1958,11 @@ def _gluon_linear_launch(
     ln: tuple | None = None,  # (x, weight, bias, eps, y, r0, r1, pad): LayerNorm rows beside an fp16 GEMM
 ) -> Launch:
     """A Gluon GEMM's launch (sm_90): EPILOGUE_BIAS, EPILOGUE_GELU as GELU_F16X2 computes it (fp16 c, 128 x 256
-    tiles), or EPILOGUE_RESIDUAL (fp32 c, 128 x 128 tiles; 256 x 128 with a "gluon_wide" cfg, GLUON_PROJ_WIDE).
-    `ln`: the fp16 GEMM's extra warp also computes
+    tiles), or EPILOGUE_RESIDUAL (fp32 c, 128 x 128 tiles). `ln`: the fp16 GEMM's extra warp also computes
     LayerNorm rows r0 .. r1 - 1 of x into y (fp16) and zeros row pad of y (pad < 0: none); GLUON_GEMM_LN_NEXT."""
-    kind, consumer_regs, epilogue_regs, loader_regs, rows = cfg
+    _, consumer_regs, epilogue_regs, loader_regs, rows = cfg
     if ln is not None and epilogue == EPILOGUE_RESIDUAL:
         raise ValueError("Gluon GEMM: LayerNorm rows only beside the fp16 GEMM (qkv, mlp1)")
-    if kind == "gluon_wide" and (epilogue != EPILOGUE_RESIDUAL or rows not in (16, 32, 64)):
-        raise ValueError("Gluon GEMM: the wide form is the projection's (EPILOGUE_RESIDUAL), BK 16, 32 or 64")
     m, k = a.shape
     n = w.shape[0]
     residual_ok = (
@@ -2170,23 +1989,12 @@ def _gluon_linear_launch(
         dtype = gl.float16 if t.dtype == torch.float16 else gl.float32
         return _GlDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
 
-    tiles = triton.cdiv(m, 256 if kind == "gluon_wide" else 128) * (n // block_n)
+    tiles = triton.cdiv(m, 128) * (n // block_n)
     grid = (min(tiles, _num_sms(a.device)),)
     meta = dict(
         CONSUMER_REGS=consumer_regs, EPILOGUE_REGS=epilogue_regs, LOADER_REGS=loader_regs, ROWS=rows, num_warps=4,
         **_pdl_meta(a.device),
     )  # fmt: skip
-    if kind == "gluon_wide":  # 256 x 128 tiles, a 96 KB ring of BK-wide stages (rows: BK)
-        del meta["ROWS"]
-        operands = (desc(a, [256, rows]), desc(w, [128, rows]), desc(c, [64, 128]), desc(residual, [64, 128]))
-        args = (*operands, bias, bias if bias2 is None else bias2, m, n, k)
-        stages = 96 * 1024 // ((256 + 128) * rows * 2)
-        return (
-            _linear_gluon_residual_wide_kernel,
-            grid,
-            args,
-            {**meta, "BIAS2": bias2 is not None, "STAGES": stages},
-        )
     operands = (desc(a, [128, 64]), desc(w, [block_n, 64]), desc(c, [64, block_n]))
     if epilogue == EPILOGUE_RESIDUAL:
         args = (*operands, desc(residual, [64, block_n]), bias, bias if bias2 is None else bias2, m, n, k)
@@ -2195,34 +2003,30 @@ def _gluon_linear_launch(
         raise ValueError("the Gluon GEMM writes a contiguous fp16 c")
     meta.update(GELU=epilogue == EPILOGUE_GELU, DIRECT=GLUON_GEMM_DIRECT_STORE, LN=ln is not None)
     if ln is not None:
-        meta.update(LN_PIECES=GLUON_GEMM_LN_PIECES, LN_PARAMS=GLUON_GEMM_LN_PARAMS, LN_SHIFT=len(ln) > 8)
+        meta.update(LN_PIECES=GLUON_GEMM_LN_PIECES, LN_PARAMS=GLUON_GEMM_LN_PARAMS)
     return _linear_gluon_kernel, grid, (*operands, c, bias, m, *_ln_host_args(ln, c), n, k), meta
 
 
 def _ln_host_args(ln: tuple | None, c: torch.Tensor) -> tuple:
     """The LayerNorm arguments of `_linear_gluon_kernel` (see `_gluon_linear_launch`); without LayerNorm rows
-    the kernel never reads them (c stands in for the pointers, an empty range for the rows). ln: (x, weight,
-    bias, eps, y, r0, r1, pad), or with a ninth entry, the shift (LN_SHIFT: rows of x - shift)."""
+    the kernel never reads them (c stands in for the pointers, an empty range for the rows)."""
     if ln is None:
-        return (c, c, c, c, c, 0, 0, -1, 0.0)
-    x, weight, bias, eps, y, r0, r1, pad, *rest = ln
-    shift = rest[0] if rest else bias  # without LN_SHIFT the kernel never reads it
+        return (c, c, c, c, 0, 0, -1, 0.0)
+    x, weight, bias, eps, y, r0, r1, pad = ln
     if not (
-        len(rest) <= 1
-        and x.dtype == weight.dtype == bias.dtype == shift.dtype == torch.float32
+        x.dtype == weight.dtype == bias.dtype == torch.float32
         and y.dtype == torch.float16
-        and x.shape[1:] == y.shape[1:] == weight.shape == bias.shape == shift.shape == (HIDDEN,)
+        and x.shape[1:] == y.shape[1:] == weight.shape == bias.shape == (HIDDEN,)
         and x.is_contiguous() and y.is_contiguous() and weight.is_contiguous() and bias.is_contiguous()
-        and shift.is_contiguous()
         and 0 <= r0 <= r1 <= min(x.shape[0], y.shape[0])
         and -1 <= pad < y.shape[0]
     ):  # fmt: skip
         raise ValueError(
-            "Gluon GEMM LayerNorm rows: expected contiguous fp32 x [n, 768], weight, bias (and shift) [768], fp16 "
-            f"y [>= n, 768] and rows within both (got x {tuple(x.shape)}, y {tuple(y.shape)}, rows {r0}..{r1}, "
+            "Gluon GEMM LayerNorm rows: expected contiguous fp32 x [n, 768], weight and bias [768], fp16 y "
+            f"[>= n, 768] and rows within both (got x {tuple(x.shape)}, y {tuple(y.shape)}, rows {r0}..{r1}, "
             f"pad {pad})"
         )
-    return (x, weight, bias, shift, y, int(r0), int(r1), int(pad), float(eps))
+    return (x, weight, bias, y, int(r0), int(r1), int(pad), float(eps))
 
 
 def _linear(a, w, bias, c, epilogue, cfg, residual=None, split_k=1) -> None:
@@ -2478,13 +2282,6 @@ def forward(
     def gemm_cfg(stage: str, rows: int) -> tuple:
         """The stage's GEMM configuration for a launch of this many rows (GLUON_GEMM where it applies)."""
         gelu_ok = stage != "mlp1" or (GELU_EPILOGUE == EPILOGUE_GELU and GELU_F16X2)
-        if (
-            gluon_gemm
-            and stage == "proj"
-            and GLUON_PROJ_WIDE_MIN_ROWS is not None
-            and rows >= GLUON_PROJ_WIDE_MIN_ROWS
-        ):
-            return GLUON_PROJ_WIDE
         if gluon_gemm and gelu_ok and stage in GLUON_GEMM and rows >= GLUON_GEMM_MIN_ROWS[stage]:
             return GLUON_GEMM[stage]
         return gemm[stage]
@@ -2499,7 +2296,6 @@ def forward(
     weights = tuple(w.contiguous() for w in (qkv_weight, proj_weight, mlp_lin1_weight, mlp_lin2_weight))
     qkv_bias, proj_bias = qkv_bias.contiguous(), proj_bias.contiguous()
     ln1_weight, ln1_bias = layer_norm1_weight.contiguous(), layer_norm1_bias.contiguous()
-    ln2_weight, ln2_bias = layer_norm2_weight.contiguous(), layer_norm2_bias.contiguous()
     rel_pos_h, rel_pos_w = rel_pos_h.contiguous(), rel_pos_w.contiguous()
     x = hidden_states.contiguous().view(tokens, HIDDEN)
     out = output.view(tokens, HIDDEN)
@@ -2559,25 +2355,6 @@ def forward(
         shapes = [(n + 1, QKV_DIM)] + [(r1 - r0, MLP_DIM) for r0, r1 in subs]
         hosts = [i for i, cfg in enumerate(cfgs) if cfg[0] == "gluon"]
         ln_next: dict[int, tuple] = {}
-        # this chunk's last LayerNorm2 rows beside the first MLP sub-chunk's Gluon mlp1 (GLUON_GEMM_LN2_NEXT:
-        # rows of the later sub-chunks, which that mlp1 and its mlp2 never touch), as many as ln_capacity gives
-        # it; that mlp1 then takes no LayerNorm1 rows of the next chunk, and the LayerNorm2 launch the rest
-        ln2_hosted = 0
-        if GLUON_GEMM_LN2_NEXT and len(subs) > 1 and 1 in hosts:
-            ln2_hosted = min(n - subs[1][0], ln_capacity(*shapes[1], sms))
-        if ln2_hosted:
-            hosts.remove(1)
-            ln_next[1] = (
-                out_c,
-                ln2_weight,
-                ln2_bias,
-                eps,
-                a2,
-                n - ln2_hosted,
-                n,
-                -1,
-                *(() if b2 is None else (b2,)),
-            )
         next_from = 0
         if GLUON_GEMM_LN_NEXT and sp.compact and hosts and ci + 1 < len(sp.chunks):
             nt0, nt1 = sp.chunks[ci + 1][2:]
@@ -2601,9 +2378,7 @@ def forward(
             _linear_launch(
                 o, w_proj, proj_bias, out_c, EPILOGUE_RESIDUAL, gemm_cfg("proj", n), residual=x_c, bias2=b2
             ),
-            _layernorm_launch(
-                out_c[: n - ln2_hosted], ln2_weight, ln2_bias, eps, a2[: n - ln2_hosted], shift=b2
-            ),
+            _layernorm_launch(out_c, layer_norm2_weight, layer_norm2_bias, eps, a2, shift=b2),
         ]
         for si, (r0, r1) in enumerate(subs):  # the MLP over row sub-chunks: h [r1 - r0, 3072] in qkv's space
             h = ws_big[h_base : h_base + (r1 - r0) * MLP_DIM].view(r1 - r0, MLP_DIM)
