@@ -555,13 +555,16 @@ def test_gluon_attention_matches_tl_gpu(
 @pytest.mark.parametrize("m", [1, 100, 4097, 33000])
 @pytest.mark.parametrize("epilogue", [kernel.EPILOGUE_BIAS, kernel.EPILOGUE_GELU], ids=["bias", "gelu"])
 @pytest.mark.parametrize("direct", [False, True], ids=["tma-store", "direct-store"])
-def test_gluon_gemm_matches_triton_gpu(m, epilogue, direct, monkeypatch):
+@pytest.mark.parametrize("bias_late", [False, True], ids=["bias-first", "bias-late"])
+def test_gluon_gemm_matches_triton_gpu(m, epilogue, direct, bias_late, monkeypatch):
     """The Gluon GEMM (sm_90) against the Triton GEMM it replaces: rows below one tile, a partial last tile,
     several tiles per program; every element written (NaN-poisoned output); the GELU in packed fp16 as the
-    Triton epilogue computes it; the rows stored by TMA or from registers (GLUON_GEMM_DIRECT_STORE)."""
+    Triton epilogue computes it; the rows stored by TMA or from registers (GLUON_GEMM_DIRECT_STORE); the bias
+    as the accumulator's start or added after the products (GLUON_GEMM_BIAS_LATE)."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon GEMM runs on sm_90 only")
     monkeypatch.setattr(kernel, "GLUON_GEMM_DIRECT_STORE", direct)
+    monkeypatch.setattr(kernel, "GLUON_GEMM_BIAS_LATE", (epilogue,) if bias_late else ())
     gen = torch.Generator(device="cuda").manual_seed(11)
     n = kernel.MLP_DIM if epilogue == kernel.EPILOGUE_GELU else kernel.QKV_DIM
     a = torch.randn(m, kernel.HIDDEN, device="cuda", generator=gen).half()
@@ -586,11 +589,14 @@ def test_gluon_gemm_matches_triton_gpu(m, epilogue, direct, monkeypatch):
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 @pytest.mark.parametrize("m", [1, 100, 4097, 33000])
 @pytest.mark.parametrize("with_bias2", [False, True], ids=["bias", "bias2"])
-def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2):
+@pytest.mark.parametrize("bias_late", [False, True], ids=["bias-first", "bias-late"])
+def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2, bias_late, monkeypatch):
     """The projection's Gluon GEMM (residual epilogue, fp32 output) against the Triton GEMM: A strided as o in
-    qkv's rows, every element written (NaN-poisoned output)."""
+    qkv's rows, every element written (NaN-poisoned output); the bias (and bias2) first or late
+    (GLUON_GEMM_BIAS_LATE)."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon GEMM runs on sm_90 only")
+    monkeypatch.setattr(kernel, "GLUON_GEMM_BIAS_LATE", (kernel.EPILOGUE_RESIDUAL,) if bias_late else ())
     gen = torch.Generator(device="cuda").manual_seed(12)
     qkv = torch.randn(m, kernel.QKV_DIM, device="cuda", generator=gen).half()
     o = qkv[:, : kernel.HIDDEN]
@@ -1091,6 +1097,28 @@ def test_direct_launch_is_off_without_compiled_kernels(monkeypatch):
     out = torch.empty_like(args[0])
     kernel.forward(*args, out)  # runs on either path
     assert torch.isfinite(out).all()
+
+
+@pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
+@pytest.mark.parametrize("late", [(), (0,), (1, 2), (0, 1, 2)])
+def test_gluon_gemm_bias_late_reaches_the_launches_it_names(monkeypatch, late):
+    """GLUON_GEMM_BIAS_LATE names epilogues (EPILOGUE_BIAS 0, EPILOGUE_GELU 1, EPILOGUE_RESIDUAL 2): exactly their
+    Gluon launches carry BIAS_LATE, a keyword of both kernels; the others keep the meta of the shipped build."""
+    monkeypatch.setattr(kernel, "GLUON_GEMM_BIAS_LATE", late)
+    a = torch.empty(300, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    x = torch.empty(300, kernel.HIDDEN, device="meta")
+    for epilogue, n in ((kernel.EPILOGUE_BIAS, kernel.QKV_DIM), (kernel.EPILOGUE_GELU, kernel.MLP_DIM),
+                        (kernel.EPILOGUE_RESIDUAL, kernel.HIDDEN)):  # fmt: skip
+        w = torch.empty(n, kernel.HIDDEN, dtype=torch.float16, device="meta")
+        bias = torch.empty(n, device="meta")
+        residual = epilogue == kernel.EPILOGUE_RESIDUAL
+        c = torch.empty(300, n, dtype=torch.float32 if residual else torch.float16, device="meta")
+        cfg = kernel.GLUON_GEMM["proj" if residual else "qkv"]
+        fn, grid, args, meta = kernel._linear_launch(
+            a, w, bias, c, epilogue, cfg, residual=x if residual else None
+        )
+        assert meta.get("BIAS_LATE", False) is (epilogue in late), (epilogue, meta)
+        assert "BIAS_LATE" in inspect.signature(fn.fn).parameters
 
 
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")

@@ -93,14 +93,21 @@ def test_077_attention_is_gluon_on_sm90a_only():
 
 def test_077_gluon_gemm_builds_for_sm90a_with_both_epilogues():
     """The Gluon GEMM as mlp1 launches it (the GELU epilogue; the build's small workload keeps mlp1 on Triton)
-    and as qkv does: sm_90a, within the limits, no spills."""
+    and as qkv does, each also with the bias added after the products (GLUON_GEMM_BIAS_LATE, off by default), and
+    the projection's with it: sm_90a, within the limits, no spills."""
     pytest.importorskip("triton.experimental.gluon")
-    gemm = next(launch for launch in _launches("077") if launch.kernel == "_linear_gluon_kernel")
+    launches = _launches("077")
+    gemm = next(launch for launch in launches if launch.kernel == "_linear_gluon_kernel")
+    proj = next(launch for launch in launches if launch.kernel == "_linear_gluon_residual_kernel")
     builds = []
     for gelu in (False, True):
-        launch = Launch(gemm.module_file, gemm.kernel, gemm.args, {**gemm.kwargs, "GELU": gelu})
-        builds += build_launches([launch], 90)
-    assert len(builds) == 2
+        for late in ({}, {"BIAS_LATE": True}):
+            launch = Launch(gemm.module_file, gemm.kernel, gemm.args, {**gemm.kwargs, "GELU": gelu, **late})
+            builds += build_launches([launch], 90)
+    builds += build_launches(
+        [Launch(proj.module_file, proj.kernel, proj.args, {**proj.kwargs, "BIAS_LATE": True})], 90
+    )
+    assert len(builds) == 5
     for b in builds:
         assert "error" not in b, b
         assert b["shared"] <= SHARED_LIMIT[90] and b["stack"] == 0, b

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         o, w, b, out, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=b2
     )
     record("gluon_residual", lambda: kernel._launch([(fn, grid, largs, meta)]), check=True)
-    for key, values in (("GROUP_M", (4, 16)), ("ROWS", (16,))):
+    for key, values in (("GROUP_M", (4, 16)), ("ROWS", (16,)), ("BIAS_LATE", (True,))):
         for v in values:
             launch = (fn, grid, largs, {**meta, key: v})
             record(f"gluon_residual_{key}{v}", lambda launch=launch: kernel._launch([launch]), check=True)
@@ -113,6 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     record("cublas_in_place", lambda: torch.addmm(out, o, w.t(), out_dtype=torch.float32, out=out))
     glu16 = kernel._linear_launch(o, w, b, c16, kernel.EPILOGUE_BIAS, kernel.GLUON_GEMM["qkv"])
     record("gluon_fp16_128x256", lambda: kernel._launch([glu16]))
+    late16 = (*glu16[:3], {**glu16[3], "BIAS_LATE": True})
+    record("gluon_fp16_128x256_BIAS_LATE", lambda: kernel._launch([late16]))
+    w1 = (0.03 * torch.randn(kernel.MLP_DIM, h, device="cuda", generator=gen)).half()
+    b1 = torch.randn(kernel.MLP_DIM, device="cuda", generator=gen)
+    h1 = torch.empty(m, kernel.MLP_DIM, device="cuda", dtype=torch.float16)
+    gelu = kernel._linear_launch(o, w1, b1, h1, kernel.EPILOGUE_GELU, kernel.GLUON_GEMM["mlp1"])
+    record("gluon_mlp1_gelu", lambda: kernel._launch([gelu]))
+    late_gelu = (*gelu[:3], {**gelu[3], "BIAS_LATE": True})
+    record("gluon_mlp1_gelu_BIAS_LATE", lambda: kernel._launch([late_gelu]))
     for name, tcfg in TRITON_TILES.items():
         launch = kernel._linear_launch(o, w, b, c16, kernel.EPILOGUE_BIAS, tcfg)
         record(f"triton_fp16_{name}", lambda launch=launch: kernel._launch([launch]))
