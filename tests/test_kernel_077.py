@@ -228,7 +228,7 @@ def test_mlp2_falls_back_without_fp32_out_addmm(monkeypatch):
         p
         for p in plans[-1]
         if p[3].get("EPILOGUE") in (kernel.EPILOGUE_RESIDUAL, kernel.EPILOGUE_ACCUMULATE)
-        or p[0].__name__ == "_linear_gluon_residual_kernel"  # the projection on sm_90 (GLUON_GEMM)
+        or p[0].__name__ == "_linear_gluon_residual_pp_kernel"  # the projection on sm_90 (GLUON_GEMM)
     ]
     assert len(residual) == 10  # 4 projections, 6 MLP sub-chunks
 
@@ -505,9 +505,13 @@ def test_window_attention_bias_modes(cfg, shape):
     [(1, 9, 1500), (1, 1500, 9), (32, 15, 15), (3, 29, 43), (2, 14, 14)],
     ids=["wide", "tall", "batch32", "odd", "whole-windows"],
 )
-def test_odd_images_gpu(batch, height, width):
+@pytest.mark.parametrize("proj_bk", [None, 32], ids=["shipped", "proj-bk32"])
+def test_odd_images_gpu(monkeypatch, batch, height, width, proj_bk):
     # the issue's sizes beyond the official ones: one band of 108 windows (wide), 108 bands of one window
-    # (tall), 32 images of 2 x 2 windows each padded on both sides, odd sizes, and exactly one window
+    # (tall), 32 images of 2 x 2 windows each padded on both sides, odd sizes, and exactly one window; with the
+    # ping-pong projection at another BK (more ring stages) too
+    if proj_bk is not None:
+        monkeypatch.setitem(kernel.GLUON_GEMM, "proj", (*kernel.GLUON_GEMM["proj"][:4], proj_bk))
     _check_block("fp16", batch, height, width)
 
 
@@ -555,16 +559,13 @@ def test_gluon_attention_matches_tl_gpu(
 @pytest.mark.parametrize("m", [1, 100, 4097, 33000])
 @pytest.mark.parametrize("epilogue", [kernel.EPILOGUE_BIAS, kernel.EPILOGUE_GELU], ids=["bias", "gelu"])
 @pytest.mark.parametrize("direct", [False, True], ids=["tma-store", "direct-store"])
-@pytest.mark.parametrize("bias_late", [False, True], ids=["bias-first", "bias-late"])
-def test_gluon_gemm_matches_triton_gpu(m, epilogue, direct, bias_late, monkeypatch):
+def test_gluon_gemm_matches_triton_gpu(m, epilogue, direct, monkeypatch):
     """The Gluon GEMM (sm_90) against the Triton GEMM it replaces: rows below one tile, a partial last tile,
     several tiles per program; every element written (NaN-poisoned output); the GELU in packed fp16 as the
-    Triton epilogue computes it; the rows stored by TMA or from registers (GLUON_GEMM_DIRECT_STORE); the bias
-    as the accumulator's start or added after the products (GLUON_GEMM_BIAS_LATE)."""
+    Triton epilogue computes it; the rows stored by TMA or from registers (GLUON_GEMM_DIRECT_STORE)."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon GEMM runs on sm_90 only")
     monkeypatch.setattr(kernel, "GLUON_GEMM_DIRECT_STORE", direct)
-    monkeypatch.setattr(kernel, "GLUON_GEMM_BIAS_LATE", (epilogue,) if bias_late else ())
     gen = torch.Generator(device="cuda").manual_seed(11)
     n = kernel.MLP_DIM if epilogue == kernel.EPILOGUE_GELU else kernel.QKV_DIM
     a = torch.randn(m, kernel.HIDDEN, device="cuda", generator=gen).half()
@@ -589,14 +590,15 @@ def test_gluon_gemm_matches_triton_gpu(m, epilogue, direct, bias_late, monkeypat
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 @pytest.mark.parametrize("m", [1, 100, 4097, 33000])
 @pytest.mark.parametrize("with_bias2", [False, True], ids=["bias", "bias2"])
-@pytest.mark.parametrize("bias_late", [False, True], ids=["bias-first", "bias-late"])
-def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2, bias_late, monkeypatch):
-    """The projection's Gluon GEMM (residual epilogue, fp32 output) against the Triton GEMM: A strided as o in
-    qkv's rows, every element written (NaN-poisoned output); the bias (and bias2) first or late
-    (GLUON_GEMM_BIAS_LATE)."""
+@pytest.mark.parametrize("bk", [16, 32, 64])
+def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2, bk):
+    """The projection's Gluon GEMM (residual epilogue, fp32 output; 128 x 128 tiles in ping-pong) against the
+    Triton GEMM at each BK (the ring's depth; 64 is GLUON_GEMM's): rows below one tile, a program with one tile
+    (no turn for its second warpgroup), several tiles per warpgroup; A strided as o in qkv's rows, every element
+    written (NaN-poisoned output)."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon GEMM runs on sm_90 only")
-    monkeypatch.setattr(kernel, "GLUON_GEMM_BIAS_LATE", (kernel.EPILOGUE_RESIDUAL,) if bias_late else ())
+    gluon_cfg = (*kernel.GLUON_GEMM["proj"][:4], bk)
     gen = torch.Generator(device="cuda").manual_seed(12)
     qkv = torch.randn(m, kernel.QKV_DIM, device="cuda", generator=gen).half()
     o = qkv[:, : kernel.HIDDEN]
@@ -605,7 +607,7 @@ def test_gluon_residual_gemm_matches_triton_gpu(m, with_bias2, bias_late, monkey
     x = torch.randn(m, kernel.HIDDEN, device="cuda", generator=gen)
     b2 = bias2 if with_bias2 else None
     outs = []
-    for cfg in (kernel.GEMM_CONFIGS["fp16"]["proj"], kernel.GLUON_GEMM["proj"]):
+    for cfg in (kernel.GEMM_CONFIGS["fp16"]["proj"], gluon_cfg):
         c = torch.full((m, kernel.HIDDEN), math.nan, device="cuda")
         kernel._launch(
             [kernel._linear_launch(o, w, bias, c, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=b2)]
@@ -702,8 +704,9 @@ def test_block_next_chunk_layernorm_gpu(monkeypatch, ln_next, tokens):
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
 @pytest.mark.parametrize("cfg", [("gluon", 208, 96, 96, 32), ("gluon", 224, 64, 64, 8)])
 def test_gluon_gemm_launch_carries_its_configuration(cfg):
-    """Every field of a Gluon GEMM configuration reaches the launch (fp16 outputs and the residual epilogue);
-    other shapes and epilogues are refused."""
+    """Every field of a Gluon GEMM configuration reaches the launch (fp16 outputs); the residual epilogue takes
+    the ping-pong kind only ("gluon_pp", test_pingpong_projection_launch_carries_its_configuration), the fp16
+    ones the "gluon" kind only; other shapes and epilogues are refused."""
     a = torch.empty(300, kernel.HIDDEN, dtype=torch.float16, device="meta")
     w = torch.empty(kernel.MLP_DIM, kernel.HIDDEN, dtype=torch.float16, device="meta")
     c = torch.empty(300, kernel.MLP_DIM, dtype=torch.float16, device="meta")
@@ -717,14 +720,11 @@ def test_gluon_gemm_launch_carries_its_configuration(cfg):
     assert set(meta) - {"num_warps", "launch_pdl"} <= params  # no keyword the kernel would reject
     c32, x = (torch.empty(300, kernel.HIDDEN, device="meta") for _ in range(2))
     w768 = w[: kernel.HIDDEN, :]
-    fn, grid, args, meta = kernel._linear_launch(
-        a, w768, bias, c32, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=bias
-    )
-    assert fn is kernel._linear_gluon_residual_kernel and meta["BIAS2"] is True and meta["ROWS"] == cfg[4]
-    assert [d.block_shape for d in args[:4]] == [[128, 64], [128, 64], [64, 128], [64, 128]]
-    assert grid == (min(3 * 6, kernel._num_sms(a.device)),)
+    with pytest.raises(ValueError, match="ping-pong"):  # the residual epilogue with a "gluon" cfg
+        kernel._linear_launch(a, w768, bias, c32, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=bias)
+    pp = kernel.GLUON_GEMM["proj"]
     with pytest.raises(ValueError):  # the residual in place (c itself) is the split-K GEMM's, not this one's
-        kernel._linear_launch(a, w768, bias, c32, kernel.EPILOGUE_RESIDUAL, cfg, residual=c32)
+        kernel._linear_launch(a, w768, bias, c32, kernel.EPILOGUE_RESIDUAL, pp, residual=c32)
     with pytest.raises(ValueError):  # an fp32 output without a residual
         kernel._linear_launch(a, w, bias, c.float(), kernel.EPILOGUE_BIAS, cfg)
     with pytest.raises(ValueError):  # a configuration of another shape is refused, not half-used
@@ -742,7 +742,7 @@ def test_gluon_gemm_takes_the_stages_it_is_meant_for(monkeypatch):
         kinds = [(fn.__name__, kw.get("GELU")) for fn, grid, a, kw in launched]
         chunks = len(kernel.plan_scratch(1, 30, 300).chunks)
         assert kinds.count(("_linear_gluon_kernel", False)) == chunks  # qkv
-        assert kinds.count(("_linear_gluon_residual_kernel", None)) == chunks  # proj
+        assert kinds.count(("_linear_gluon_residual_pp_kernel", None)) == chunks  # proj
         mlp1 = kinds.count(("_linear_gluon_kernel", True))
         assert (mlp1 > 0) == bool(expect), (min_rows, f16x2, kinds)
 
@@ -1100,25 +1100,29 @@ def test_direct_launch_is_off_without_compiled_kernels(monkeypatch):
 
 
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
-@pytest.mark.parametrize("late", [(), (0,), (1, 2), (0, 1, 2)])
-def test_gluon_gemm_bias_late_reaches_the_launches_it_names(monkeypatch, late):
-    """GLUON_GEMM_BIAS_LATE names epilogues (EPILOGUE_BIAS 0, EPILOGUE_GELU 1, EPILOGUE_RESIDUAL 2): exactly their
-    Gluon launches carry BIAS_LATE, a keyword of both kernels; the others keep the meta of the shipped build."""
-    monkeypatch.setattr(kernel, "GLUON_GEMM_BIAS_LATE", late)
-    a = torch.empty(300, kernel.HIDDEN, dtype=torch.float16, device="meta")
-    x = torch.empty(300, kernel.HIDDEN, device="meta")
-    for epilogue, n in ((kernel.EPILOGUE_BIAS, kernel.QKV_DIM), (kernel.EPILOGUE_GELU, kernel.MLP_DIM),
-                        (kernel.EPILOGUE_RESIDUAL, kernel.HIDDEN)):  # fmt: skip
-        w = torch.empty(n, kernel.HIDDEN, dtype=torch.float16, device="meta")
-        bias = torch.empty(n, device="meta")
-        residual = epilogue == kernel.EPILOGUE_RESIDUAL
-        c = torch.empty(300, n, dtype=torch.float32 if residual else torch.float16, device="meta")
-        cfg = kernel.GLUON_GEMM["proj" if residual else "qkv"]
-        fn, grid, args, meta = kernel._linear_launch(
-            a, w, bias, c, epilogue, cfg, residual=x if residual else None
-        )
-        assert meta.get("BIAS_LATE", False) is (epilogue in late), (epilogue, meta)
-        assert "BIAS_LATE" in inspect.signature(fn.fn).parameters
+@pytest.mark.parametrize("bk", [16, 32, 64])
+def test_pingpong_projection_launch_carries_its_configuration(bk):
+    """The ping-pong projection (GLUON_GEMM["proj"], at each BK): 128 x 128 tiles, [128, BK] operand tiles in a 96 KB
+    ring, [64, 128] fp32 pieces for the output and the residual, one program per SM at most, every keyword one
+    the kernel has; other epilogues and BKs are refused."""
+    a = torch.empty(1000, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    w = torch.empty(kernel.HIDDEN, kernel.HIDDEN, dtype=torch.float16, device="meta")
+    c, x = (torch.empty(1000, kernel.HIDDEN, device="meta") for _ in range(2))
+    b = torch.empty(kernel.HIDDEN, device="meta")
+    cfg = ("gluon_pp", 216, 80, 80, bk)
+    fn, grid, args, meta = kernel._linear_launch(
+        a, w, b, c, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=b
+    )
+    assert fn is kernel._linear_gluon_residual_pp_kernel
+    assert grid == (min(8 * 6, kernel._num_sms(a.device)),)
+    assert [d.block_shape for d in args[:4]] == [[128, bk], [128, bk], [64, 128], [64, 128]]
+    assert meta["STAGES"] * (128 + 128) * bk * 2 == 96 * 1024 and meta["BIAS2"] is True
+    assert (meta["CONSUMER_REGS"], meta["EPILOGUE_REGS"], meta["LOADER_REGS"]) == cfg[1:4]
+    assert set(meta) - {"num_warps", "launch_pdl"} <= set(inspect.signature(fn.fn).parameters)
+    with pytest.raises(ValueError, match="ping-pong"):
+        kernel._linear_launch(a, w, b, c, kernel.EPILOGUE_RESIDUAL, (*cfg[:4], 128), residual=x)
+    with pytest.raises(ValueError, match="ping-pong"):
+        kernel._linear_launch(a, w, b, c.half(), kernel.EPILOGUE_BIAS, cfg)
 
 
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")

@@ -93,21 +93,40 @@ def test_077_attention_is_gluon_on_sm90a_only():
 
 def test_077_gluon_gemm_builds_for_sm90a_with_both_epilogues():
     """The Gluon GEMM as mlp1 launches it (the GELU epilogue; the build's small workload keeps mlp1 on Triton)
-    and as qkv does, each also with the bias added after the products (GLUON_GEMM_BIAS_LATE, off by default), and
-    the projection's with it: sm_90a, within the limits, no spills."""
+    and as qkv does: sm_90a, within the limits, no spills."""
     pytest.importorskip("triton.experimental.gluon")
-    launches = _launches("077")
-    gemm = next(launch for launch in launches if launch.kernel == "_linear_gluon_kernel")
-    proj = next(launch for launch in launches if launch.kernel == "_linear_gluon_residual_kernel")
+    gemm = next(launch for launch in _launches("077") if launch.kernel == "_linear_gluon_kernel")
     builds = []
     for gelu in (False, True):
-        for late in ({}, {"BIAS_LATE": True}):
-            launch = Launch(gemm.module_file, gemm.kernel, gemm.args, {**gemm.kwargs, "GELU": gelu, **late})
-            builds += build_launches([launch], 90)
-    builds += build_launches(
-        [Launch(proj.module_file, proj.kernel, proj.args, {**proj.kwargs, "BIAS_LATE": True})], 90
-    )
-    assert len(builds) == 5
+        launch = Launch(gemm.module_file, gemm.kernel, gemm.args, {**gemm.kwargs, "GELU": gelu})
+        builds += build_launches([launch], 90)
+    assert len(builds) == 2
+    for b in builds:
+        assert "error" not in b, b
+        assert b["shared"] <= SHARED_LIMIT[90] and b["stack"] == 0, b
+
+
+def test_077_pingpong_projection_builds_for_sm90a():
+    """The 077 projection's ping-pong GEMM at each BK (64 is GLUON_GEMM's, which the solution's recording
+    launches; 16 and 32 are not): sm_90a, within the limits, no spills."""
+    pytest.importorskip("triton.experimental.gluon")
+    (folder,) = (PROJECT_ROOT / "solutions").glob("077_*/triton_fused")
+    kernel = load_module(folder / "kernel.py", "_build_test077_pingpong")
+    m, h = 1000, kernel.HIDDEN
+
+    def meta(*shape, dtype=torch.float32):
+        return torch.empty(*shape, dtype=dtype, device="meta")
+
+    o, w = meta(m, h, dtype=torch.float16), meta(h, h, dtype=torch.float16)
+    x, out, b = meta(m, h), meta(m, h), meta(h)
+    cfgs = [("gluon_pp", 216, 80, 80, bk) for bk in (16, 32, 64)]
+    plan = [kernel._linear_launch(o, w, b, out, kernel.EPILOGUE_RESIDUAL, cfg, x, bias2=b) for cfg in cfgs]
+    launches = capture_launches(kernel._launch, [plan])
+    assert [launch.kernel for launch in launches] == ["_linear_gluon_residual_pp_kernel"] * 3
+    for launch in launches:
+        launch.kwargs.update(GPU_ONLY["077"])
+    builds = build_launches(launches, 90)
+    assert len(builds) == 3
     for b in builds:
         assert "error" not in b, b
         assert b["shared"] <= SHARED_LIMIT[90] and b["stack"] == 0, b

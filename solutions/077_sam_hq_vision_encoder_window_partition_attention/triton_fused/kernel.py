@@ -25,7 +25,7 @@ T tokens, seven launches, all prepared before the first one is issued (fp16, COM
                                                      result; MLP2_GEMM). With MLP2_GEMM "triton": 4 adds bp
                                                      only, 5 is LN2(out), 7 a Triton GEMM adding b2
 On sm_90 with Gluon, 2, 4 and 6 (6 from GLUON_GEMM_MIN_ROWS rows) are warp-specialized Gluon GEMMs
-(GLUON_GEMM: `_linear_gluon_kernel`, `_linear_gluon_residual_kernel`), Triton GEMMs elsewhere.
+(GLUON_GEMM: `_linear_gluon_kernel`, `_linear_gluon_residual_pp_kernel`), Triton GEMMs elsewhere.
 With the MLP split (plan_scratch), 6 and 7 run per row sub-chunk (h [T / 2, 3072]: a2 + h fit in qkv's
 space, 4.5 KB of scratch per chunk token). tf32 (and a pointer-GEMM projection) keep a separate `a`
 buffer [T + 1, 768] for LN1's rows, o and LN2's rows, and h in qkv's space.
@@ -115,25 +115,22 @@ GLUON_ATTENTION_PINGPONG = 2
 #: mma.sync per tile; 2: two chains of 8 (the key halves); 0: fp32 sums of p in registers (until session 27).
 GLUON_ATTENTION_LSUM_MMA = 2
 #: fp16 on sm_90 with Gluon: the GEMMs of the stages named here as warp-specialized Gluon GEMMs (qkv, mlp1:
-#: `_linear_gluon_kernel`; proj: `_linear_gluon_residual_kernel`; ("gluon", consumer registers, epilogue
-#: registers, loader registers, rows per epilogue pass)) where a launch has at least GLUON_GEMM_MIN_ROWS[stage]
-#: rows, the Triton GEMMs of GEMM_CONFIGS elsewhere; None: Triton everywhere. H200 (session 25, CUDA events, L2
-#: flushed): qkv 0.170 against 0.179 ms at 32768 rows, 0.662 against 0.686 at 131072; mlp1 0.245 against 0.261
-#: at 32768, but 0.040 against 0.037 at 4097.
+#: `_linear_gluon_kernel`, ("gluon", consumer registers, epilogue registers, loader registers, rows per epilogue
+#: pass); proj: `_linear_gluon_residual_pp_kernel`, ("gluon_pp", the same registers, BK)) where a launch has at
+#: least GLUON_GEMM_MIN_ROWS[stage] rows, the Triton GEMMs of GEMM_CONFIGS elsewhere; None: Triton everywhere.
+#: H200 (session 25, CUDA events, L2 flushed): qkv 0.170 against 0.179 ms at 32768 rows, 0.662 against 0.686 at
+#: 131072; mlp1 0.245 against 0.261 at 32768, but 0.040 against 0.037 at 4097. The projection in ping-pong since
+#: session 30 (one launch, 65536 rows, us): 190.0 at BK 64, 196.8 at 32, 311.1 at 16, against 205.9 for the
+#: 128 x 128 form whose two warpgroups shared each tile (and cuBLAS in place 187.5).
 GLUON_GEMM: dict[str, tuple] | None = {
     "qkv": ("gluon", 216, 80, 80, 16),
     "mlp1": ("gluon", 216, 80, 80, 16),
-    "proj": ("gluon", 216, 80, 80, 8),
+    "proj": ("gluon_pp", 216, 80, 80, 64),
 }
 GLUON_GEMM_MIN_ROWS: dict[str, int] = {"qkv": 0, "mlp1": 8192, "proj": 0}
 #: The fp16 Gluon GEMM's epilogue stores its rows from registers (16-byte stores) instead of writing them back to
 #: shared memory for a TMA store (session 25, measured below).
 GLUON_GEMM_DIRECT_STORE = True
-#: The Gluon GEMMs of these epilogues (EPILOGUE_BIAS: qkv, EPILOGUE_GELU: mlp1, EPILOGUE_RESIDUAL: the projection)
-#: add the bias after a tile's products instead of starting the accumulator at it, so that a tile's first product
-#: does not wait for the bias's load. Session 30 (one launch, 65536 rows, us): the projection 211.6 -> 208.8, qkv
-#: 126.2 -> 127.1, mlp1 457.6 -> 458.7; A/B of the block with the projection's: level to 0.5 % faster.
-GLUON_GEMM_BIAS_LATE: tuple = (2,)  # EPILOGUE_RESIDUAL
 #: The next chunk's LayerNorm1 rows by an extra warp of this chunk's Gluon GEMMs (qkv, mlp1), as many as
 #: ln_capacity gives them, instead of in its own launch (an HBM-bound pass beside compute-bound ones; session 28:
 #: 0.2-1.0 % in A/Bs); the rest, and the first chunk's LayerNorm1 (with the weight conversion), keep a launch.
@@ -1228,11 +1225,9 @@ if gluon is not None:
     def _gg_consumer(
         a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias2_ptr, M, N: gl.constexpr, K: gl.constexpr,
         GROUP_M: gl.constexpr, STAGES: gl.constexpr, WG: gl.constexpr, BIAS2: gl.constexpr,
-        BIAS_LATE: gl.constexpr = False,
     ):  # fmt: skip
         """One warpgroup: rows WG * 64 .. + 63 of every tile; bias (+ bias2) + a w^T into its epilogue buffer, in
-        the buffer's dtype. BIAS_LATE (GLUON_GEMM_BIAS_LATE): the accumulator starts at zero and the bias, loaded
-        at the tile's start, is added after the products, so the first product does not wait for its load."""
+        the buffer's dtype."""
         BM: gl.constexpr = a_s.shape[1]
         BN: gl.constexpr = b_s.shape[1]
         BK: gl.constexpr = a_s.shape[2]
@@ -1248,10 +1243,7 @@ if gluon is not None:
             bias = gl.load(bias_ptr + cols)
             if BIAS2:
                 bias += gl.load(bias2_ptr + cols)
-            if BIAS_LATE:
-                acc = gl.zeros([HM, BN], gl.float32, acc_l)
-            else:
-                acc = gl.zeros([HM, BN], gl.float32, acc_l) + gl.expand_dims(bias, 0)
+            acc = gl.zeros([HM, BN], gl.float32, acc_l) + gl.expand_dims(bias, 0)
             for kk in range(K // BK):
                 s = c % STAGES
                 _gl_bar.wait(ready.index(s), (c // STAGES) & 1)
@@ -1263,8 +1255,6 @@ if gluon is not None:
                 c += 1
             acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
             _gl_bar.arrive(empty.index((c + STAGES - 1) % STAGES))
-            if BIAS_LATE:
-                acc = acc + gl.expand_dims(bias, 0)
             _gl_bar.wait(e_free.index(WG), (t & 1) ^ 1)
             e_s.index(WG).store(acc.to(e_s.dtype))
             _gl_fence()  # for the TMA store (async proxy)
@@ -1428,12 +1418,12 @@ if gluon is not None:
         return bars
 
     @gluon.jit
-    def _gg_ring(a_desc, w_desc, STAGES: gl.constexpr):
+    def _gg_ring(a_desc, w_desc, STAGES: gl.constexpr, CONSUMERS: gl.constexpr = 2):
         """The loader's ring: STAGES A and W tiles; per stage a `ready` barrier (the TMA's bytes) and an `empty`
-        one (both consumer warpgroups)."""
+        one (CONSUMERS warpgroups: both, or the one whose tile the stage holds in the ping-pong projection)."""
         a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
         b_s = gl.allocate_shared_memory(w_desc.dtype, [STAGES] + w_desc.block_type.shape, w_desc.layout)
-        return a_s, b_s, _gg_barriers(STAGES, 1), _gg_barriers(STAGES, 2)
+        return a_s, b_s, _gg_barriers(STAGES, 1), _gg_barriers(STAGES, CONSUMERS)
 
     @gluon.jit(do_not_specialize=["M", "ln_r0", "ln_r1", "ln_pad"])
     def _linear_gluon_kernel(
@@ -1466,7 +1456,6 @@ if gluon is not None:
         LOADER_REGS: gl.constexpr = 80,
         ROWS: gl.constexpr = 16,
         PDL: gl.constexpr = 0,
-        BIAS_LATE: gl.constexpr = False,
     ):  # fmt: skip
         """c = act(a w^T + bias) on sm_90 (see above): 4 + 4 consumer warps, 2 epilogue warps, 1 loader warp;
         shared memory: the ring (STAGES x 48 KB) and the two [64, 256] epilogue buffers (64 KB)."""
@@ -1487,12 +1476,12 @@ if gluon is not None:
                 (
                     _gg_consumer,
                     (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M, STAGES,
-                     0, False, BIAS_LATE),
+                     0, False),
                 ),
                 (
                     _gg_consumer,
                     (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M, STAGES,
-                     1, False, BIAS_LATE),
+                     1, False),
                 ),
                 (_gg_epilogue, (c_desc, c_ptr, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2, DIRECT)),
                 (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
@@ -1504,50 +1493,108 @@ if gluon is not None:
         )  # fmt: skip
 
     @gluon.jit
-    def _gg_epilogue_residual(
-        c_desc, x_desc, e_s, x_s, e_ready, e_free, x_ready, M, N: gl.constexpr, GROUP_M: gl.constexpr,
-        ROWS: gl.constexpr, WARPS: gl.constexpr,
+    def _gg_consumer_pp(
+        a_s, b_s, e_s, ready, empty, x_ready, e_ready, turn, bias_ptr, bias2_ptr, M, N: gl.constexpr,
+        K: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr, WG: gl.constexpr, BIAS2: gl.constexpr,
     ):  # fmt: skip
-        """WARPS warps: each tile's two fp32 halves plus the residual's rows (x, brought in by TMA one tile
-        ahead), in place, then a TMA store."""
+        """One warpgroup of the ping-pong projection (GLUON_GEMM["proj"]): every other 128 x 128 tile of the
+        program (local tile index t with t % 2 == WG), all 128 rows as two [64, 128] accumulators. The K loops
+        take turns (turn[WG]: the other warpgroup has waited for its tile's last stage), so neither waits on a
+        ring stage more than one phase ahead, and one's epilogue runs beside the other's products. Then the bias
+        (+ bias2) and the residual rows that the epilogue warp brought into this warpgroup's buffers
+        (e_s[2 WG + h], x_ready) are added and the sum written back there."""
+        BM: gl.constexpr = a_s.shape[1]
+        BN: gl.constexpr = b_s.shape[1]
+        BK: gl.constexpr = a_s.shape[2]
+        KSTEPS: gl.constexpr = K // BK
+        acc_l: gl.constexpr = gl.NVMMADistributedLayout(
+            version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 16]
+        )
+        c = 0  # the ring's stage counter over all of the program's tiles (both warpgroups')
+        t = 0
+        j = 0  # this warpgroup's tiles
+        for tile in range(gl.program_id(0), gl.cdiv(M, BM) * (N // BN), gl.num_programs(0)):
+            if t % 2 == WG:
+                off_m, off_n = _gg_coords(tile, M, N, BM, BN, GROUP_M)
+                cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_l))
+                bias = gl.load(bias_ptr + cols)
+                if BIAS2:
+                    bias += gl.load(bias2_ptr + cols)
+                acc0 = gl.zeros([64, BN], gl.float32, acc_l)
+                acc1 = gl.zeros([64, BN], gl.float32, acc_l)
+                if WG == 1 or j > 0:  # warpgroup 0 starts; then each waits for the other's K loop
+                    _gl_bar.wait(turn.index(WG), (j + WG + 1) & 1)
+                for kk in range(KSTEPS):
+                    s = c % STAGES
+                    _gl_bar.wait(ready.index(s), (c // STAGES) & 1)
+                    w_t = b_s.index(s).permute((1, 0))
+                    acc0 = _gl_mma(a_s.index(s).slice(0, 64), w_t, acc0, use_acc=True, is_async=True)
+                    acc1 = _gl_mma(a_s.index(s).slice(64, 64), w_t, acc1, use_acc=True, is_async=True)
+                    acc0, acc1 = _gl_mma_wait(num_outstanding=2, deps=(acc0, acc1))
+                    # the previous step's products are done: its stage is free
+                    _gl_bar.arrive(empty.index((c + STAGES - 1) % STAGES), pred=kk > 0)
+                    c += 1
+                _gl_bar.arrive(turn.index(1 - WG))  # every stage of this tile is waited for: the other's turn
+                acc0, acc1 = _gl_mma_wait(num_outstanding=0, deps=(acc0, acc1))
+                _gl_bar.arrive(empty.index((c + STAGES - 1) % STAGES))
+                b2 = gl.expand_dims(bias, 0)
+                _gl_bar.wait(x_ready.index(2 * WG), j & 1)
+                buf0 = e_s.index(2 * WG)
+                buf0.store(acc0 + b2 + buf0.load(acc_l))
+                _gl_bar.wait(x_ready.index(2 * WG + 1), j & 1)
+                buf1 = e_s.index(2 * WG + 1)
+                buf1.store(acc1 + b2 + buf1.load(acc_l))
+                _gl_fence()  # for the TMA store (async proxy)
+                _gl_sync()  # every thread's part is written
+                _gl_bar.arrive(e_ready.index(2 * WG))
+                _gl_bar.arrive(e_ready.index(2 * WG + 1))
+                j += 1
+            else:
+                c += KSTEPS
+            t += 1
+
+    @gluon.jit
+    def _gg_epilogue_pp(c_desc, x_desc, e_s, x_ready, e_ready, M, N: gl.constexpr, GROUP_M: gl.constexpr):
+        """One warp of the ping-pong projection: each tile's residual rows ([64, 128] pieces 2 w, 2 w + 1 for the
+        warpgroup w = t % 2 that computes it) into e_s by TMA two tiles ahead (the first two before the PDL wait: x
+        is an input), the sums out by TMA stores, each buffer refilled once its store has read it."""
         HM: gl.constexpr = c_desc.block_type.shape[0]
         BN: gl.constexpr = c_desc.block_type.shape[1]
-        blk: gl.constexpr = gl.BlockedLayout([1, 4], [2, 16], [WARPS, 1], [1, 0])
         first = gl.program_id(0)
+        step = gl.num_programs(0)
         n_tiles = gl.cdiv(M, 2 * HM) * (N // BN)
-        if first < n_tiles:  # the first tile's residual
-            off_m, off_n = _gg_coords(first, M, N, 2 * HM, BN, GROUP_M)
-            for h in gl.static_range(2):
-                _gl_bar.expect(x_ready.index(h), x_desc.block_type.nbytes)
-                _gl_tma_load(x_desc, [off_m + h * HM, off_n], x_ready.index(h), x_s.index(h))
+        for u in gl.static_range(2):
+            if first + u * step < n_tiles:
+                off_m, off_n = _gg_coords(first + u * step, M, N, 2 * HM, BN, GROUP_M)
+                for h in gl.static_range(2):
+                    _gl_bar.expect(x_ready.index(2 * u + h), x_desc.block_type.nbytes)
+                    _gl_tma_load(
+                        x_desc, [off_m + h * HM, off_n], x_ready.index(2 * u + h), e_s.index(2 * u + h)
+                    )
         t = 0
-        for tile in range(first, n_tiles, gl.num_programs(0)):
+        for tile in range(first, n_tiles, step):
+            w = t % 2
             off_m, off_n = _gg_coords(tile, M, N, 2 * HM, BN, GROUP_M)
-            nxt = tile + gl.num_programs(0)
+            nxt = tile + 2 * step
             nxt_m, nxt_n = _gg_coords(nxt, M, N, 2 * HM, BN, GROUP_M)
             for h in gl.static_range(2):
-                buf = e_s.index(h)
-                _gl_bar.wait(x_ready.index(h), t & 1)
-                _gl_bar.wait(e_ready.index(h), t & 1)
-                for r in gl.static_range(HM // ROWS):
-                    v = buf.slice(ROWS * r, ROWS).load(blk) + x_s.index(h).slice(ROWS * r, ROWS).load(blk)
-                    buf.slice(ROWS * r, ROWS).store(v)
-                _gl_fence()  # this thread's generic accesses before the async proxy's (TMA load into x_s, store)
-                _gl_sync()  # every thread has read x_s[h] and written its part of buf
-                if nxt < n_tiles:  # the next tile's residual rows, in flight during its products
-                    _gl_bar.expect(x_ready.index(h), x_desc.block_type.nbytes)
-                    _gl_tma_load(x_desc, [nxt_m + h * HM, nxt_n], x_ready.index(h), x_s.index(h))
-                _gl_tma_store(c_desc, [off_m + h * HM, off_n], buf)  # rows past M are clipped
-            _gl_tma.store_wait(1)
-            _gl_bar.arrive(e_free.index(0))
-            _gl_tma.store_wait(0)
-            _gl_bar.arrive(e_free.index(1))
+                _gl_bar.wait(e_ready.index(2 * w + h), (t // 2) & 1)
+                _gl_tma_store(
+                    c_desc, [off_m + h * HM, off_n], e_s.index(2 * w + h)
+                )  # rows past M are clipped
+            for h in gl.static_range(2):
+                _gl_tma.store_wait(1 - h)  # piece h's store has read its buffer
+                if nxt < n_tiles:
+                    _gl_bar.expect(x_ready.index(2 * w + h), x_desc.block_type.nbytes)
+                    _gl_tma_load(
+                        x_desc, [nxt_m + h * HM, nxt_n], x_ready.index(2 * w + h), e_s.index(2 * w + h)
+                    )
             t += 1
 
     @gluon.jit(do_not_specialize=["M"])
-    def _linear_gluon_residual_kernel(
-        a_desc,  # [M, K] fp16, block [128, 64]
-        w_desc,  # [N, K] fp16, block [128, 64]
+    def _linear_gluon_residual_pp_kernel(
+        a_desc,  # [M, K] fp16, block [128, BK]
+        w_desc,  # [N, K] fp16, block [128, BK]
         c_desc,  # [M, N] fp32, block [64, 128]: the output
         x_desc,  # [M, N] fp32, block [64, 128]: the residual
         bias_ptr,  # [N] fp32
@@ -1561,37 +1608,35 @@ if gluon is not None:
         CONSUMER_REGS: gl.constexpr = 216,
         EPILOGUE_REGS: gl.constexpr = 80,
         LOADER_REGS: gl.constexpr = 80,
-        ROWS: gl.constexpr = 8,
         PDL: gl.constexpr = 0,
-        BIAS_LATE: gl.constexpr = False,
     ):  # fmt: skip
-        """c = x + bias (+ bias2) + a w^T, fp32 c and x, on sm_90: _linear_gluon_kernel's partitions with 128 x
-        128 tiles and a residual epilogue; shared memory: the ring (STAGES x 32 KB), two [64, 128] fp32 halves
-        of the tile and two of the residual (128 KB)."""
-        a_s, b_s, ready, empty = _gg_ring(a_desc, w_desc, STAGES)
-        e_s = gl.allocate_shared_memory(gl.float32, [2] + c_desc.block_type.shape, c_desc.layout)
-        x_s = gl.allocate_shared_memory(gl.float32, [2] + x_desc.block_type.shape, x_desc.layout)
-        e_ready = _gg_barriers(2, 1)
-        e_free = _gg_barriers(2, 1)
-        x_ready = _gg_barriers(2, 1)
+        """c = x + bias (+ bias2) + a w^T, fp32 c and x, on sm_90, over 128 x 128 tiles in ping-pong (session 30,
+        GLUON_GEMM["proj"]): `_gg_loader`'s ring (STAGES x 256 x BK fp16: 96 KB), each stage used by the one
+        consumer warpgroup whose tile it holds, the warpgroups on alternate tiles, and four [64, 128] fp32 buffers
+        (128 KB, two per warpgroup) that hold the residual rows (TMA, two tiles ahead) and then the sum in place
+        until the TMA store has read it."""
+        a_s, b_s, ready, empty = _gg_ring(a_desc, w_desc, STAGES, 1)
+        e_s = gl.allocate_shared_memory(gl.float32, [4] + c_desc.block_type.shape, c_desc.layout)
+        x_ready = _gg_barriers(4, 1)
+        e_ready = _gg_barriers(4, 1)
+        turn = _gg_barriers(2, 1)
         _gl_fence()
         gl.warp_specialize(
             [
                 (
-                    _gg_consumer,
-                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias2_ptr, M, N, K, GROUP_M, STAGES,
-                     0, BIAS2, BIAS_LATE),
+                    _gg_consumer_pp,
+                    (a_s, b_s, e_s, ready, empty, x_ready, e_ready, turn, bias_ptr, bias2_ptr, M, N, K, GROUP_M,
+                     STAGES, 0, BIAS2),
                 ),
                 (
-                    _gg_consumer,
-                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias2_ptr, M, N, K, GROUP_M, STAGES,
-                     1, BIAS2, BIAS_LATE),
+                    _gg_consumer_pp,
+                    (a_s, b_s, e_s, ready, empty, x_ready, e_ready, turn, bias_ptr, bias2_ptr, M, N, K, GROUP_M,
+                     STAGES, 1, BIAS2),
                 ),
-                (_gg_epilogue_residual, (c_desc, x_desc, e_s, x_s, e_ready, e_free, x_ready, M, N, GROUP_M,
-                                         ROWS, 2)),
+                (_gg_epilogue_pp, (c_desc, x_desc, e_s, x_ready, e_ready, M, N, GROUP_M)),
                 (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
             ],
-            [4, 2, 1],
+            [4, 1, 1],
             [CONSUMER_REGS, EPILOGUE_REGS, LOADER_REGS],
         )  # fmt: skip
 
@@ -1908,7 +1953,7 @@ def _linear_launch(
     bias2: torch.Tensor | None = None,  # [N] fp32, EPILOGUE_RESIDUAL: added with bias
     ln: tuple | None = None,  # LayerNorm rows beside a Gluon GEMM (see _gluon_linear_launch)
 ) -> Launch:
-    if cfg[0] == "gluon":
+    if cfg[0] in ("gluon", "gluon_pp"):
         return _gluon_linear_launch(a, w, bias, c, epilogue, cfg, residual, bias2, ln)
     if ln is not None:
         raise ValueError("linear: LayerNorm rows only beside a Gluon GEMM")
@@ -1972,9 +2017,17 @@ def _gluon_linear_launch(
     ln: tuple | None = None,  # (x, weight, bias, eps, y, r0, r1, pad): LayerNorm rows beside an fp16 GEMM
 ) -> Launch:
     """A Gluon GEMM's launch (sm_90): EPILOGUE_BIAS, EPILOGUE_GELU as GELU_F16X2 computes it (fp16 c, 128 x 256
-    tiles), or EPILOGUE_RESIDUAL (fp32 c, 128 x 128 tiles). `ln`: the fp16 GEMM's extra warp also computes
-    LayerNorm rows r0 .. r1 - 1 of x into y (fp16) and zeros row pad of y (pad < 0: none); GLUON_GEMM_LN_NEXT."""
-    _, consumer_regs, epilogue_regs, loader_regs, rows = cfg
+    tiles, a "gluon" cfg), or EPILOGUE_RESIDUAL (fp32 c, 128 x 128 tiles in ping-pong, a "gluon_pp" cfg). `ln`:
+    the fp16 GEMM's extra warp also computes LayerNorm rows r0 .. r1 - 1 of x into y (fp16) and zeros row pad of
+    y (pad < 0: none); GLUON_GEMM_LN_NEXT."""
+    kind, consumer_regs, epilogue_regs, loader_regs, rows = cfg
+    if (kind == "gluon_pp") != (epilogue == EPILOGUE_RESIDUAL) or (
+        kind == "gluon_pp" and rows not in (16, 32, 64)
+    ):
+        raise ValueError(
+            "Gluon GEMM: EPILOGUE_RESIDUAL runs the ping-pong form (a 'gluon_pp' cfg, BK 16, 32 or 64), the fp16 "
+            f"epilogues a 'gluon' cfg; got {cfg!r} for epilogue {epilogue}"
+        )
     if ln is not None and epilogue == EPILOGUE_RESIDUAL:
         raise ValueError("Gluon GEMM: LayerNorm rows only beside the fp16 GEMM (qkv, mlp1)")
     m, k = a.shape
@@ -2009,12 +2062,18 @@ def _gluon_linear_launch(
         CONSUMER_REGS=consumer_regs, EPILOGUE_REGS=epilogue_regs, LOADER_REGS=loader_regs, ROWS=rows, num_warps=4,
         **_pdl_meta(a.device),
     )  # fmt: skip
-    if epilogue in GLUON_GEMM_BIAS_LATE:
-        meta["BIAS_LATE"] = True
+    if kind == "gluon_pp":  # 128 x 128 tiles in ping-pong, a 96 KB ring of BK-wide stages (rows: BK)
+        del meta["ROWS"]
+        operands = (desc(a, [128, rows]), desc(w, [128, rows]), desc(c, [64, 128]), desc(residual, [64, 128]))
+        args = (*operands, bias, bias if bias2 is None else bias2, m, n, k)
+        stages = 96 * 1024 // ((128 + 128) * rows * 2)
+        return (
+            _linear_gluon_residual_pp_kernel,
+            grid,
+            args,
+            {**meta, "BIAS2": bias2 is not None, "STAGES": stages},
+        )
     operands = (desc(a, [128, 64]), desc(w, [block_n, 64]), desc(c, [64, block_n]))
-    if epilogue == EPILOGUE_RESIDUAL:
-        args = (*operands, desc(residual, [64, block_n]), bias, bias if bias2 is None else bias2, m, n, k)
-        return _linear_gluon_residual_kernel, grid, args, {**meta, "BIAS2": bias2 is not None}
     if c.stride() != (n, 1):
         raise ValueError("the Gluon GEMM writes a contiguous fp16 c")
     meta.update(GELU=epilogue == EPILOGUE_GELU, DIRECT=GLUON_GEMM_DIRECT_STORE, LN=ln is not None)

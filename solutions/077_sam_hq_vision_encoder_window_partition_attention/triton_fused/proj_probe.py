@@ -1,19 +1,20 @@
-"""Probe (session 29): where the projection's time goes, on the H200.
+"""Probe (sessions 29-30): where the projection's time goes, on the H200.
 
 Not part of the solution (`sources` lists kernel.py only). One launch of x1 = x + b + b2 + o w^T at --rows rows
-(o fp16 [rows, 768], x and x1 fp32) by the shipped Gluon residual GEMM (128 x 128 tiles), by the same with other
-GROUP_M / ROWS, by Triton's residual GEMM at 128 x 128, 128 x 256 and 256 x 128 tiles, by cuBLAS in place; and the
-same product with an fp16 output and no residual (Gluon 128 x 256 tiles, Triton's three tiles, cuBLAS), and a copy
-of x (the bytes alone). Every residual variant is checked against an fp32 product (max |diff| < 2e-3). Times: CUDA
-events after a 1 M-cycle GPU sleep (the launch's CPU preparation hidden), the L2 flushed before each call
-(harness.timing's buffer), median of --iterations, us.
+(o fp16 [rows, 768], x and x1 fp32) by the shipped Gluon residual GEMM (128 x 128 tiles in ping-pong, BK 64), by
+the same with other GROUP_M and BK 16 / 32, by Triton's residual GEMM at 128 x 128, 128 x 256 and 256 x 128 tiles,
+by cuBLAS in place; the same product with an fp16 output and no residual (Gluon 128 x 256 tiles, Triton's three
+tiles, cuBLAS), the mlp1 Gluon GEMM (GELU, N 3072), and a copy of x (the bytes alone). Every residual variant is
+checked against an fp32 product (max |diff| < 2e-3). Times: CUDA events after a 1 M-cycle GPU sleep (the launch's
+CPU preparation hidden), the L2 flushed before each call (harness.timing's buffer), median of --iterations, us.
 
     python .../proj_probe.py --rows 65536 --out $OUT/proj.json
 
-Session 29 (call 8, 65536 rows): Gluon residual 211.8, GROUP_M 4 / 16 / 32 214.0 / 213.2 / 222.1, ROWS 16 210.0 (ROWS
-4 does not build), Gluon fp16 128 x 256 128.7, cuBLAS in place 189.7, cuBLAS fp16 123.4, copy 97.6 (the Triton rows
-were added after that call). NOTES.md, Measurements "Session 29", reads them; "Session 30" has two more runs (Triton's
-rows: 128 x 128 226.5, 128 x 256 240.7, 256 x 128 253.1).
+Session 29 (call 8, 65536 rows; the projection then shared each 128 x 128 tile between the two warpgroups): Gluon
+residual 211.8, GROUP_M 4 / 16 / 32 214.0 / 213.2 / 222.1, ROWS 16 210.0, Gluon fp16 128 x 256 128.7, cuBLAS in place
+189.7, cuBLAS fp16 123.4, copy 97.6. Session 30 (call 10): the ping-pong form at BK 16 / 32 / 64 311.1 / 196.8 /
+190.0 against 205.9 for the shared tiles, cuBLAS in place 187.5. NOTES.md, Measurements "Session 29" and "Session
+30", reads them.
 """
 
 from __future__ import annotations
@@ -97,10 +98,15 @@ def main(argv: list[str] | None = None) -> int:
         o, w, b, out, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=b2
     )
     record("gluon_residual", lambda: kernel._launch([(fn, grid, largs, meta)]), check=True)
-    for key, values in (("GROUP_M", (4, 16)), ("ROWS", (16,)), ("BIAS_LATE", (True,))):
+    for key, values in (("GROUP_M", (4, 16)),):
         for v in values:
             launch = (fn, grid, largs, {**meta, key: v})
             record(f"gluon_residual_{key}{v}", lambda launch=launch: kernel._launch([launch]), check=True)
+    for bk in (16, 32):
+        launch = kernel._linear_launch(
+            o, w, b, out, kernel.EPILOGUE_RESIDUAL, (*cfg[:4], bk), residual=x, bias2=b2
+        )
+        record(f"gluon_residual_BK{bk}", lambda launch=launch: kernel._launch([launch]), check=True)
     for name, tcfg in TRITON_TILES.items():
         launch = kernel._linear_launch(o, w, b, out, kernel.EPILOGUE_RESIDUAL, tcfg, residual=x, bias2=b2)
         record(f"triton_residual_{name}", lambda launch=launch: kernel._launch([launch]), check=True)
@@ -113,15 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     record("cublas_in_place", lambda: torch.addmm(out, o, w.t(), out_dtype=torch.float32, out=out))
     glu16 = kernel._linear_launch(o, w, b, c16, kernel.EPILOGUE_BIAS, kernel.GLUON_GEMM["qkv"])
     record("gluon_fp16_128x256", lambda: kernel._launch([glu16]))
-    late16 = (*glu16[:3], {**glu16[3], "BIAS_LATE": True})
-    record("gluon_fp16_128x256_BIAS_LATE", lambda: kernel._launch([late16]))
     w1 = (0.03 * torch.randn(kernel.MLP_DIM, h, device="cuda", generator=gen)).half()
     b1 = torch.randn(kernel.MLP_DIM, device="cuda", generator=gen)
     h1 = torch.empty(m, kernel.MLP_DIM, device="cuda", dtype=torch.float16)
     gelu = kernel._linear_launch(o, w1, b1, h1, kernel.EPILOGUE_GELU, kernel.GLUON_GEMM["mlp1"])
     record("gluon_mlp1_gelu", lambda: kernel._launch([gelu]))
-    late_gelu = (*gelu[:3], {**gelu[3], "BIAS_LATE": True})
-    record("gluon_mlp1_gelu_BIAS_LATE", lambda: kernel._launch([late_gelu]))
     for name, tcfg in TRITON_TILES.items():
         launch = kernel._linear_launch(o, w, b, c16, kernel.EPILOGUE_BIAS, tcfg)
         record(f"triton_fp16_{name}", lambda launch=launch: kernel._launch([launch]))
