@@ -1223,11 +1223,11 @@ if gluon is not None:
 
     @gluon.jit
     def _gg_consumer(
-        a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias2_ptr, M, N: gl.constexpr, K: gl.constexpr,
-        GROUP_M: gl.constexpr, STAGES: gl.constexpr, WG: gl.constexpr, BIAS2: gl.constexpr,
+        a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, M, N: gl.constexpr, K: gl.constexpr,
+        GROUP_M: gl.constexpr, STAGES: gl.constexpr, WG: gl.constexpr,
     ):  # fmt: skip
-        """One warpgroup: rows WG * 64 .. + 63 of every tile; bias (+ bias2) + a w^T into its epilogue buffer, in
-        the buffer's dtype."""
+        """One warpgroup: rows WG * 64 .. + 63 of every tile; bias + a w^T into its epilogue buffer, in the
+        buffer's dtype."""
         BM: gl.constexpr = a_s.shape[1]
         BN: gl.constexpr = b_s.shape[1]
         BK: gl.constexpr = a_s.shape[2]
@@ -1241,8 +1241,6 @@ if gluon is not None:
             off_m, off_n = _gg_coords(tile, M, N, BM, BN, GROUP_M)
             cols = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_l))
             bias = gl.load(bias_ptr + cols)
-            if BIAS2:
-                bias += gl.load(bias2_ptr + cols)
             acc = gl.zeros([HM, BN], gl.float32, acc_l) + gl.expand_dims(bias, 0)
             for kk in range(K // BK):
                 s = c % STAGES
@@ -1475,13 +1473,11 @@ if gluon is not None:
             [
                 (
                     _gg_consumer,
-                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M, STAGES,
-                     0, False),
+                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, M, N, K, GROUP_M, STAGES, 0),
                 ),
                 (
                     _gg_consumer,
-                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, bias_ptr, M, N, K, GROUP_M, STAGES,
-                     1, False),
+                    (a_s, b_s, e_s, ready, empty, e_ready, e_free, bias_ptr, M, N, K, GROUP_M, STAGES, 1),
                 ),
                 (_gg_epilogue, (c_desc, c_ptr, e_s, e_ready, e_free, M, N, GROUP_M, GELU, ROWS, 2, DIRECT)),
                 (_gg_loader, (a_desc, w_desc, a_s, b_s, ready, empty, M, N, K, GROUP_M, STAGES, PDL)),
