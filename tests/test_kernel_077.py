@@ -1109,7 +1109,7 @@ def test_pingpong_projection_launch_carries_its_configuration(bk):
     w = torch.empty(kernel.HIDDEN, kernel.HIDDEN, dtype=torch.float16, device="meta")
     c, x = (torch.empty(1000, kernel.HIDDEN, device="meta") for _ in range(2))
     b = torch.empty(kernel.HIDDEN, device="meta")
-    cfg = ("gluon_pp", 216, 80, 80, bk)
+    cfg = (*kernel.GLUON_GEMM["proj"][:4], bk)
     fn, grid, args, meta = kernel._linear_launch(
         a, w, b, c, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=b
     )

@@ -119,7 +119,7 @@ def test_077_pingpong_projection_builds_for_sm90a():
 
     o, w = meta(m, h, dtype=torch.float16), meta(h, h, dtype=torch.float16)
     x, out, b = meta(m, h), meta(m, h), meta(h)
-    cfgs = [("gluon_pp", 216, 80, 80, bk) for bk in (16, 32, 64)]
+    cfgs = [(*kernel.GLUON_GEMM["proj"][:4], bk) for bk in (16, 32, 64)]
     plan = [kernel._linear_launch(o, w, b, out, kernel.EPILOGUE_RESIDUAL, cfg, x, bias2=b) for cfg in cfgs]
     launches = capture_launches(kernel._launch, [plan])
     assert [launch.kernel for launch in launches] == ["_linear_gluon_residual_pp_kernel"] * 3

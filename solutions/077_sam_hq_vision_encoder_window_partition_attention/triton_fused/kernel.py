@@ -1533,13 +1533,13 @@ if gluon is not None:
                 _gl_bar.arrive(turn.index(1 - WG))  # every stage of this tile is waited for: the other's turn
                 acc0, acc1 = _gl_mma_wait(num_outstanding=0, deps=(acc0, acc1))
                 _gl_bar.arrive(empty.index((c + STAGES - 1) % STAGES))
-                b2 = gl.expand_dims(bias, 0)
+                bias_row = gl.expand_dims(bias, 0)
                 _gl_bar.wait(x_ready.index(2 * WG), j & 1)
                 buf0 = e_s.index(2 * WG)
-                buf0.store(acc0 + b2 + buf0.load(acc_l))
+                buf0.store(acc0 + bias_row + buf0.load(acc_l))
                 _gl_bar.wait(x_ready.index(2 * WG + 1), j & 1)
                 buf1 = e_s.index(2 * WG + 1)
-                buf1.store(acc1 + b2 + buf1.load(acc_l))
+                buf1.store(acc1 + bias_row + buf1.load(acc_l))
                 _gl_fence()  # for the TMA store (async proxy)
                 _gl_sync()  # every thread's part is written
                 _gl_bar.arrive(e_ready.index(2 * WG))
@@ -1548,6 +1548,12 @@ if gluon is not None:
             else:
                 c += KSTEPS
             t += 1
+
+    @gluon.jit
+    def _gg_x_load(x_desc, bar, buf, row, col):
+        """One [64, 128] piece of the residual x at (row, col) into buf by TMA, counted on bar."""
+        _gl_bar.expect(bar, x_desc.block_type.nbytes)
+        _gl_tma_load(x_desc, [row, col], bar, buf)
 
     @gluon.jit
     def _gg_epilogue_pp(c_desc, x_desc, e_s, x_ready, e_ready, M, N: gl.constexpr, GROUP_M: gl.constexpr):
@@ -1563,10 +1569,7 @@ if gluon is not None:
             if first + u * step < n_tiles:
                 off_m, off_n = _gg_coords(first + u * step, M, N, 2 * HM, BN, GROUP_M)
                 for h in gl.static_range(2):
-                    _gl_bar.expect(x_ready.index(2 * u + h), x_desc.block_type.nbytes)
-                    _gl_tma_load(
-                        x_desc, [off_m + h * HM, off_n], x_ready.index(2 * u + h), e_s.index(2 * u + h)
-                    )
+                    _gg_x_load(x_desc, x_ready.index(2 * u + h), e_s.index(2 * u + h), off_m + h * HM, off_n)
         t = 0
         for tile in range(first, n_tiles, step):
             w = t % 2
@@ -1581,10 +1584,7 @@ if gluon is not None:
             for h in gl.static_range(2):
                 _gl_tma.store_wait(1 - h)  # piece h's store has read its buffer
                 if nxt < n_tiles:
-                    _gl_bar.expect(x_ready.index(2 * w + h), x_desc.block_type.nbytes)
-                    _gl_tma_load(
-                        x_desc, [nxt_m + h * HM, nxt_n], x_ready.index(2 * w + h), e_s.index(2 * w + h)
-                    )
+                    _gg_x_load(x_desc, x_ready.index(2 * w + h), e_s.index(2 * w + h), nxt_m + h * HM, nxt_n)
             t += 1
 
     @gluon.jit(do_not_specialize=["M"])

@@ -98,10 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         o, w, b, out, kernel.EPILOGUE_RESIDUAL, cfg, residual=x, bias2=b2
     )
     record("gluon_residual", lambda: kernel._launch([(fn, grid, largs, meta)]), check=True)
-    for key, values in (("GROUP_M", (4, 16)),):
-        for v in values:
-            launch = (fn, grid, largs, {**meta, key: v})
-            record(f"gluon_residual_{key}{v}", lambda launch=launch: kernel._launch([launch]), check=True)
+    for group_m in (4, 16):
+        launch = (fn, grid, largs, {**meta, "GROUP_M": group_m})
+        record(f"gluon_residual_GROUP_M{group_m}", lambda launch=launch: kernel._launch([launch]), check=True)
     for bk in (16, 32):
         launch = kernel._linear_launch(
             o, w, b, out, kernel.EPILOGUE_RESIDUAL, (*cfg[:4], bk), residual=x, bias2=b2
