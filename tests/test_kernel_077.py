@@ -556,6 +556,43 @@ def test_gluon_attention_matches_tl_gpu(
 
 @pytest.mark.gpu
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
+@pytest.mark.parametrize(
+    ("batch", "height", "width", "band0", "n_bands"),
+    [(1, 5, 9, 0, 1), (3, 29, 43, 0, 9), (2, 43, 29, 1, 4), (1, 70, 70, 2, 3), (2, 64, 64, 0, 10)],
+    ids=["small", "odd", "chunk-offset", "chunk-tail", "whole-windows"],
+)
+def test_gluon_attention_bias_shuffle_is_the_gather_bit_for_bit_gpu(
+    batch, height, width, band0, n_bands, monkeypatch
+):
+    """GLUON_ATTENTION_BIAS_SHUFFLE 1 (per-tile Rh tables, A_w by paired-lane shuffles) gives the same o, bit for
+    bit, as the one gather it replaced (0): the same products of the same fp16 operands, only moved differently;
+    every real query written (NaN-poisoned o). Random rel-pos tables, so that every offset of both is used."""
+    if not kernel.gluon_sm90_ok(torch.device("cuda")):
+        pytest.skip("the Gluon attention runs on sm_90 only")
+    n_wh = math.ceil(height / 14)
+    rows = [min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0, band0 + n_bands)]
+    tok0 = sum(min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0)) * width
+    n_tok = sum(rows) * width
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    bias = torch.randn(kernel.QKV_DIM, device="cuda", generator=gen).half()
+    qkv = torch.cat([torch.randn(n_tok, kernel.QKV_DIM, device="cuda", generator=gen).half(), bias[None]])
+    rel_h, rel_w = torch.randn(2, kernel.REL_SIZE, kernel.HEAD_DIM, device="cuda", generator=gen)
+    outs = []
+    for shuffle in (0, 1):
+        monkeypatch.setattr(kernel, "GLUON_ATTENTION_BIAS_SHUFFLE", shuffle)
+        o = torch.full((n_tok, kernel.HIDDEN), math.nan, device="cuda", dtype=torch.float16)
+        cfg = kernel.GLUON_ATTENTION
+        kernel._window_attention(
+            qkv, o, bias.float(), rel_h, rel_w, tok0, n_tok, height, width, band0, n_bands, cfg
+        )
+        outs.append(o)
+    torch.cuda.synchronize()
+    assert torch.isfinite(outs[1]).all()
+    assert torch.equal(outs[0], outs[1])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 @pytest.mark.parametrize("m", [1, 100, 4097, 33000])
 @pytest.mark.parametrize("epilogue", [kernel.EPILOGUE_BIAS, kernel.EPILOGUE_GELU], ids=["bias", "gelu"])
 @pytest.mark.parametrize("direct", [False, True], ids=["tma-store", "direct-store"])
@@ -845,22 +882,25 @@ def test_next_chunk_layernorm_beside_the_gemms(monkeypatch, batch, height, width
 
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
 @pytest.mark.parametrize(
-    ("cfg", "pingpong", "lsum_mma"), [(("gluon", 216, 48), 0, 1), (("gluon", 240, 24), 1, 0)]
+    ("cfg", "pingpong", "lsum_mma", "bias_shuffle"),
+    [(("gluon", 216, 48), 0, 1, 0), (("gluon", 240, 24), 1, 0, 1)],
 )
-def test_gluon_attention_launch_carries_its_configuration(cfg, pingpong, lsum_mma, monkeypatch):
-    """Every field of a Gluon configuration, and the module's GLUON_ATTENTION_PINGPONG / _LSUM_MMA, reach the
+def test_gluon_attention_launch_carries_its_configuration(cfg, pingpong, lsum_mma, bias_shuffle, monkeypatch):
+    """Every field of a Gluon configuration, and the module's GLUON_ATTENTION_PINGPONG / _LSUM_MMA / _BIAS_SHUFFLE,
+    reach the
     launch (session 20 found a Q-set field that was unpacked and dropped: a session measured and shipped something
     other than it named). Settings other than the kernel's defaults, built on meta tensors as `solbench build`
     records them."""
     monkeypatch.setattr(kernel, "GLUON_ATTENTION_PINGPONG", pingpong)
     monkeypatch.setattr(kernel, "GLUON_ATTENTION_LSUM_MMA", lsum_mma)
+    monkeypatch.setattr(kernel, "GLUON_ATTENTION_BIAS_SHUFFLE", bias_shuffle)
     qkv = torch.empty(101, kernel.QKV_DIM, dtype=torch.float16, device="meta")
     o = torch.empty(100, kernel.HIDDEN, dtype=torch.float16, device="meta")
     rel = torch.empty(kernel.REL_SIZE, kernel.HEAD_DIM, device="meta")
     fn, grid, args, meta = kernel._window_attention_launch(qkv, o, None, rel, rel, 0, 100, 10, 10, 0, 1, cfg)
     assert fn is kernel._window_attention_gluon_kernel and grid == (min(12, kernel._num_sms(qkv.device)),)
     assert (meta["CONSUMER_REGS"], meta["LOADER_REGS"]) == cfg[1:]
-    assert (meta["PINGPONG"], meta["LSUM_MMA"]) == (pingpong, lsum_mma)
+    assert (meta["PINGPONG"], meta["LSUM_MMA"], meta["BIAS_SHUFFLE"]) == (pingpong, lsum_mma, bias_shuffle)
     params = set(inspect.signature(fn.fn).parameters)
     assert set(meta) - {"num_warps", "launch_pdl"} <= params  # no keyword the kernel would reject
     with pytest.raises(ValueError):  # a configuration of another shape is refused, not half-used

@@ -9,6 +9,7 @@ its split pair's programmatic dependent launch, 077's) are switched on here, sin
 
 from __future__ import annotations
 
+import copy
 import os
 
 import pytest
@@ -130,6 +131,24 @@ def test_077_pingpong_projection_builds_for_sm90a():
     for b in builds:
         assert "error" not in b, b
         assert b["shared"] <= SHARED_LIMIT[90] and b["stack"] == 0, b
+
+
+def test_077_gluon_attention_builds_for_sm90a_with_either_bias_form():
+    """The Gluon attention with its bias columns by shuffles (GLUON_ATTENTION_BIAS_SHUFFLE 1, the default, 28 KB
+    more shared memory for the per-tile tables) and by the one gather (0): sm_90a, within the limits."""
+    pytest.importorskip("triton.experimental.gluon")
+    attention = next(
+        launch for launch in _launches("077") if launch.kernel == "_window_attention_gluon_kernel"
+    )
+    launches = [copy.deepcopy(attention) for _ in range(2)]
+    for launch, shuffle in zip(launches, (0, 1), strict=True):
+        launch.kwargs["BIAS_SHUFFLE"] = shuffle
+    builds = build_launches(launches, 90)
+    assert len(builds) == 2
+    for b in builds:
+        assert "error" not in b, b
+        assert b["shared"] <= SHARED_LIMIT[90], b
+    assert builds[1]["shared"] > builds[0]["shared"]  # the per-tile tables: the two builds really differ
 
 
 def test_075_builds_carry_the_split_launch_constexprs():
