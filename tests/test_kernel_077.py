@@ -515,13 +515,49 @@ def test_odd_images_gpu(monkeypatch, batch, height, width, proj_bk):
     _check_block("fp16", batch, height, width)
 
 
+#: one chunk of the window attention: a band below one window, odd sizes, one wide band, a chunk starting at band0 > 0
+#: (tok0 > 0), a chunk ending before the image does, whole windows only
+CHUNKS = pytest.mark.parametrize(
+    ("batch", "height", "width", "band0", "n_bands"),
+    [
+        (1, 5, 9, 0, 1),
+        (3, 29, 43, 0, 9),
+        (1, 14, 300, 0, 1),
+        (2, 43, 29, 1, 4),
+        (1, 70, 70, 2, 3),
+        (2, 64, 64, 0, 10),
+    ],
+    ids=["small", "odd", "wide", "chunk-offset", "chunk-tail", "whole-windows"],
+)
+
+
+def _chunk_attention_outputs(monkeypatch, batch, height, width, band0, n_bands, seed, runs):
+    """o of one chunk's window attention (bands band0 .. band0 + n_bands of the images; random qkv and rel-pos
+    tables; o NaN-poisoned) for each run: (attention configuration, kernel.py settings for that run)."""
+    n_wh = math.ceil(height / 14)
+    rows = [min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0, band0 + n_bands)]
+    tok0 = sum(min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0)) * width
+    n_tok = sum(rows) * width
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    bias = torch.randn(kernel.QKV_DIM, device="cuda", generator=gen).half()
+    qkv = torch.cat([torch.randn(n_tok, kernel.QKV_DIM, device="cuda", generator=gen).half(), bias[None]])
+    rel_h, rel_w = torch.randn(2, kernel.REL_SIZE, kernel.HEAD_DIM, device="cuda", generator=gen)
+    outs = []
+    for cfg, settings in runs:
+        for name, value in settings.items():
+            monkeypatch.setattr(kernel, name, value)
+        o = torch.full((n_tok, kernel.HIDDEN), math.nan, device="cuda", dtype=torch.float16)
+        kernel._window_attention(
+            qkv, o, bias.float(), rel_h, rel_w, tok0, n_tok, height, width, band0, n_bands, cfg
+        )
+        outs.append(o)
+    torch.cuda.synchronize()
+    return outs
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
-@pytest.mark.parametrize(
-    ("batch", "height", "width", "band0", "n_bands"),
-    [(1, 5, 9, 0, 1), (3, 29, 43, 0, 9), (1, 14, 300, 0, 1), (2, 43, 29, 1, 4), (1, 70, 70, 2, 3)],
-    ids=["small", "odd", "wide", "chunk-offset", "chunk-tail"],
-)
+@CHUNKS
 @pytest.mark.parametrize(("pingpong", "lsum_mma"), [(0, 0), (1, 0), (2, 0), (0, 1), (2, 1), (2, 2)])
 def test_gluon_attention_matches_tl_gpu(
     batch, height, width, band0, n_bands, pingpong, lsum_mma, monkeypatch
@@ -534,33 +570,15 @@ def test_gluon_attention_matches_tl_gpu(
         pytest.skip("the Gluon attention runs on sm_90 only")
     monkeypatch.setattr(kernel, "GLUON_ATTENTION_PINGPONG", pingpong)
     monkeypatch.setattr(kernel, "GLUON_ATTENTION_LSUM_MMA", lsum_mma)
-    n_wh = math.ceil(height / 14)
-    rows = [min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0, band0 + n_bands)]
-    tok0 = sum(min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0)) * width
-    n_tok = sum(rows) * width
-    gen = torch.Generator(device="cuda").manual_seed(7)
-    bias = torch.randn(kernel.QKV_DIM, device="cuda", generator=gen).half()
-    qkv = torch.cat([torch.randn(n_tok, kernel.QKV_DIM, device="cuda", generator=gen).half(), bias[None]])
-    rel_h, rel_w = torch.randn(2, kernel.REL_SIZE, kernel.HEAD_DIM, device="cuda", generator=gen)
-    outs = []
-    for cfg in (kernel.ATTN_CONFIGS["fp16"], kernel.GLUON_ATTENTION):
-        o = torch.full((n_tok, kernel.HIDDEN), math.nan, device="cuda", dtype=torch.float16)
-        kernel._window_attention(
-            qkv, o, bias.float(), rel_h, rel_w, tok0, n_tok, height, width, band0, n_bands, cfg
-        )
-        outs.append(o.float())
-    torch.cuda.synchronize()
+    runs = [(kernel.ATTN_CONFIGS["fp16"], {}), (kernel.GLUON_ATTENTION, {})]
+    outs = _chunk_attention_outputs(monkeypatch, batch, height, width, band0, n_bands, 7, runs)
     assert torch.isfinite(outs[1]).all()
-    assert (outs[1] - outs[0]).abs().max().item() < 4e-3
+    assert (outs[1].float() - outs[0].float()).abs().max().item() < 4e-3
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
-@pytest.mark.parametrize(
-    ("batch", "height", "width", "band0", "n_bands"),
-    [(1, 5, 9, 0, 1), (3, 29, 43, 0, 9), (2, 43, 29, 1, 4), (1, 70, 70, 2, 3), (2, 64, 64, 0, 10)],
-    ids=["small", "odd", "chunk-offset", "chunk-tail", "whole-windows"],
-)
+@CHUNKS
 def test_gluon_attention_bias_shuffle_is_the_gather_bit_for_bit_gpu(
     batch, height, width, band0, n_bands, monkeypatch
 ):
@@ -569,24 +587,8 @@ def test_gluon_attention_bias_shuffle_is_the_gather_bit_for_bit_gpu(
     every real query written (NaN-poisoned o). Random rel-pos tables, so that every offset of both is used."""
     if not kernel.gluon_sm90_ok(torch.device("cuda")):
         pytest.skip("the Gluon attention runs on sm_90 only")
-    n_wh = math.ceil(height / 14)
-    rows = [min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0, band0 + n_bands)]
-    tok0 = sum(min((b % n_wh) * 14 + 14, height) - (b % n_wh) * 14 for b in range(band0)) * width
-    n_tok = sum(rows) * width
-    gen = torch.Generator(device="cuda").manual_seed(13)
-    bias = torch.randn(kernel.QKV_DIM, device="cuda", generator=gen).half()
-    qkv = torch.cat([torch.randn(n_tok, kernel.QKV_DIM, device="cuda", generator=gen).half(), bias[None]])
-    rel_h, rel_w = torch.randn(2, kernel.REL_SIZE, kernel.HEAD_DIM, device="cuda", generator=gen)
-    outs = []
-    for shuffle in (0, 1):
-        monkeypatch.setattr(kernel, "GLUON_ATTENTION_BIAS_SHUFFLE", shuffle)
-        o = torch.full((n_tok, kernel.HIDDEN), math.nan, device="cuda", dtype=torch.float16)
-        cfg = kernel.GLUON_ATTENTION
-        kernel._window_attention(
-            qkv, o, bias.float(), rel_h, rel_w, tok0, n_tok, height, width, band0, n_bands, cfg
-        )
-        outs.append(o)
-    torch.cuda.synchronize()
+    runs = [(kernel.GLUON_ATTENTION, {"GLUON_ATTENTION_BIAS_SHUFFLE": s}) for s in (0, 1)]
+    outs = _chunk_attention_outputs(monkeypatch, batch, height, width, band0, n_bands, 13, runs)
     assert torch.isfinite(outs[1]).all()
     assert torch.equal(outs[0], outs[1])
 
