@@ -1015,7 +1015,8 @@ if gluon is not None:
             x = hi1
         x2 = gl.join(gl.join(x, x), gl.join(x, x))  # [row, c, b0, b3]
         x2 = gl.reshape(gl.permute(x2, (0, 3, 1, 2)), [64, 16])  # kw = 8 b3 + 2 c + b0
-        return gl.convert_layout(x2, aw_l)
+        # registers only (checked): a_l's and aw_l's lanes hold the same rows and the same c
+        return gl.convert_layout(x2, aw_l, assert_trivial=True)
 
     @gluon.jit
     def _ga_aw_shuffle(t_w, qw, kw, aw_l: gl.constexpr):
