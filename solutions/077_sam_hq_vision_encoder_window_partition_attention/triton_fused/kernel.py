@@ -1038,9 +1038,8 @@ if gluon is not None:
         c_me = (kw // 2) % 4
         a = qw % 8
         c_o = ((a + 13 - b0) // 2 - c_me) & 3  # the other lane of the pair
-        col = (
-            qw + 13 - (2 * c_o + b0 + 8 * (kw // 8))
-        )  # the column the other lane needs, from this lane's row
+        # the column the other lane needs, from this lane's (its own) row
+        col = qw + 13 - (2 * c_o + b0 + 8 * (kw // 8))
         e = col & 1
         j = (col >> 3) & 3
         v0 = gl.where(j == 0, f00, gl.where(j == 1, f01, gl.where(j == 2, f02, f03)))
@@ -1236,11 +1235,11 @@ if gluon is not None:
             rt_smem = gl.allocate_shared_memory(gl.float16, [3, 64, 64], lay64)
             for tb in gl.static_range(3):
                 ih = 4 * tb - 2 + (n // 2) % 4 + 2 * (n // 8) + n % 2
-                rh = gl.load(rel_h_ptr + ih * 64 + d, mask=(ih >= 0) & (ih < 27) & (d < 64), other=0.0)
+                rh = gl.load(rel_h_ptr + ih * 64 + d, mask=(ih >= 0) & (ih < 27), other=0.0)
                 rt_smem.index(tb).store(rh.to(gl.float16))
             ih3 = 10 + (n // 2) % 2 + 2 * (n // 4) + n % 2
-            rh3 = gl.load(rel_h_ptr + ih3 * 64 + d, mask=(n < 32) & (ih3 < 27) & (d < 64), other=0.0)
-            rw = gl.load(rel_w_ptr + (n - 32) * 64 + d, mask=(n >= 32) & (n < 59) & (d < 64), other=0.0)
+            rh3 = gl.load(rel_h_ptr + ih3 * 64 + d, mask=(n < 32) & (ih3 < 27), other=0.0)
+            rw = gl.load(rel_w_ptr + (n - 32) * 64 + d, mask=(n >= 32) & (n < 59), other=0.0)
             rw_smem = gl.allocate_shared_memory(gl.float16, [64, 64], lay64, (rh3 + rw).to(gl.float16))
         else:
             # RT [64, 64]: column r < 27: Rh[r, :]; 32 + r: Rw[r, :]; the rest zero (fp16, like q)
