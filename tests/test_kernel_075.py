@@ -304,18 +304,6 @@ CASES = {
     "multi-pre2": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, pre2=True)),
     "persistent-no-pre2": (1, 3, 6, 40, True, dict(grid=1, hb=512, csplit=2, pre2=False)),
     "multi-no-pre2-nc32": (2, 1, 5, 40, False, dict(mode="multi", grid=40, hb=512, nc=32, pre2=False)),
-    # phase 6 folded into phase 6a (i2t_fold): persistent with phase 7 in its own launch (no barrier after 6a)
-    # and inside (6a's barrier kept), and multi with T > 8 (phase 7's two 64-row halves, 3xTF32 values)
-    "persistent-fold-own7": (1, 2, 5, 40, True, dict(grid=1, hb=512, i2t_fold=2)),
-    "persistent-fold-inside": (2, 1, 3, 40, False, dict(grid=1, hb=512, i2t_fold=True, split7=0)),
-    "multi-fold-T11-v3": (
-        1,
-        1,
-        11,
-        40,
-        True,
-        dict(mode="multi", grid=40, hb=512, i2t_fold=True, ksplit6=2, v_terms=3),
-    ),  # fmt: skip
 }
 
 
@@ -362,9 +350,6 @@ def test_decompositions_exact(task, case):
         assert -(-min(plan.CH, S) // plan.P7BS) == tiles
     if case.endswith("pre5"):  # the case runs the preloaded phase 5
         assert plan.HB <= overrides["pre5"]
-    if "fold" in case:  # phase 6a adds phase 6's products: no phase 6, and no K | V accumulator
-        assert plan.FOLD6 and 6 not in plan.phases and 9 in plan.phases and plan.n_accs == 6
-        assert (len(kernel.last_kernels) == 2) == case.endswith("own7")
     if case.endswith("p4-split"):
         assert plan.NSP4 > 1 and plan.work[4] == plan.NRT * 8 * plan.ND * plan.NSP4
     _check(outs, task.reference(*args), TOLERANCE, max_abs=2e-5)
@@ -499,7 +484,6 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("p7_launch", (1, 8, 0, 32, 4)),
         ("p7_launch", (1, 8, 0)),
         ("p7_launch", 8),
-        ("i2t_fold", 3),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):
@@ -640,7 +624,7 @@ def test_plan_programs_decouple_the_plan_from_the_launch():
 def test_contraction_splits_add_phases_1a_and_6a():
     """ksplit1 / ksplit6 add phase 1a ("8") before phase 1 and phase 6a ("9") before phase 6, with that many
     work items per (group or row tile, head); 1 removes them."""
-    none = dataclasses.replace(kernel.DEFAULT_CONFIG, ksplit1=1, ksplit6=1, i2t_fold=0)
+    none = dataclasses.replace(kernel.DEFAULT_CONFIG, ksplit1=1, ksplit6=1)
     plan = kernel.make_plan(4, 5, 1024, none, 132)
     assert plan.phases == [1, 2, 3, 4, 5, 6, 7] and set(plan.work) == set(plan.phases)
     for k1, k6 in ((2, 1), (1, 8), (4, 4)):
@@ -652,68 +636,6 @@ def test_contraction_splits_add_phases_1a_and_6a():
         if k6 > 1:
             assert split.phases.index(9) == split.phases.index(6) - 1 and split.work[9] == 8 * split.NRT * k6
         assert all(split.work[k] == plan.work[k] for k in range(1, 8))
-
-
-def test_fold_needs_contraction_parts():
-    """i2t_fold folds phase 6 into phase 6a, so it takes effect only where phase 6a exists (ksplit6 > 1)."""
-    fold = dataclasses.replace(kernel.DEFAULT_CONFIG, i2t_fold=1)
-    assert kernel.make_plan(4, 5, 1024, fold, 132).FOLD6
-    plain = kernel.make_plan(4, 5, 1024, dataclasses.replace(fold, ksplit6=1), 132)
-    assert not plain.FOLD6 and plain.phases[-2:] == [6, 7] and 9 not in plain.phases
-
-
-@pytest.mark.parametrize("fold, T, folded", [(1, 4, True), (1, 5, False), (2, 5, True), (0, 4, False)])
-def test_fold_rule_keeps_phase_6_for_the_tl_phase7_at_tpk8(task, fold, T, folded):
-    """The default (1) folds except where phase 7 is the tl launch with TPK7 8 (T 5..8; always on the CPU, where
-    Gluon does not run): there the operands phase 7 would round itself spill. 2 folds there too."""
-    B, P, S = 1, 2, 40
-    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, grid=1, hb=512, i2t_fold=fold)
-    assert kernel.DEFAULT_CONFIG.i2t_fold == 0  # (measured: level or slower, NOTES.md)
-    args = _inputs(task, B, P, T, S, False, random_norms=False)
-    outs = _poisoned_outputs(B, P, T, S)
-    plan = kernel.launch(args, outs, cfg)
-    assert plan.FOLD6 == folded and (6 in plan.phases) != folded
-    _check(outs, task.reference(*args), TOLERANCE)
-
-
-@pytest.mark.parametrize(
-    "fold, T, gluon7, fp16, applies",
-    [
-        (1, 4, False, True, True),
-        (1, 5, False, True, False),  # the tl phase 7 at TPK7 8
-        (1, 11, False, True, True),  # TPK7 16
-        (2, 5, False, True, True),
-        (1, 5, True, True, True),  # the fp16 Gluon phase 7 rounds as it converts
-        (2, 4, True, False, False),  # the TF32 Gluon phase 7 copies A2 and VW^T as they are
-    ],
-)
-def test_fold_applies_by_phase7(fold, T, gluon7, fp16, applies):
-    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, i2t_fold=fold, p7_gluon_fp16=fp16)
-    plan = kernel.make_plan(4, T, 1024, cfg, 132)
-    assert plan.FOLD6 and kernel.fold_applies(plan, cfg, gluon7) == applies
-
-
-@pytest.mark.parametrize("mode", ["persistent", "multi"])
-def test_fold_zeroes_its_sums_in_the_call(task, monkeypatch, mode):
-    """The fold's sums live in the per-call workspace (torch.empty): the call zeroes them before phase 6a adds into
-    them. Here every new float tensor of the launch starts as NaN, so a sum the call did not zero shows."""
-    empty = torch.empty
-
-    def nan_empty(*size, **kw):
-        out = empty(*size, **kw)
-        return out.fill_(float("nan")) if out.is_floating_point() else out
-
-    B, P, T, S = 2, 1, 4, 40
-    extra = dict(grid=1) if mode == "persistent" else dict(mode="multi", grid=40)
-    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, **EXACT, hb=512, i2t_fold=True, **extra)
-    args = _inputs(task, B, P, T, S, False, random_norms=True)
-    outs = _poisoned_outputs(B, P, T, S)
-    monkeypatch.setattr(kernel.torch, "empty", nan_empty)
-    plan = kernel.launch(args, outs, cfg)
-    monkeypatch.undo()
-    assert plan.FOLD6
-    _check(outs, task.reference(*args), TOLERANCE, max_abs=2e-5)
-    assert _state_is_clean(kernel)
 
 
 @pytest.mark.gpu

@@ -829,59 +829,6 @@ def _ph6a_kv_part(
 
 
 @triton.jit
-def _ph6f_weights(w, live, wq, wo, bq, C: tl.constexpr, KP: tl.constexpr):
-    """The fold's weights of phase-6a work item w (head h): Wq_i2t rows [16, C], Wout_i2t[:, h] [C, 16], bq_h."""
-    c = tl.arange(0, C)
-    d = ((w // KP) % 8) * 16 + tl.arange(0, 16)
-    w_q = tl.load(wq + d[:, None] * C + c[None, :], mask=live, other=0.0)
-    w_o = tl.load(wo + c[:, None] * 128 + d[None, :], mask=live, other=0.0)
-    return w_q, w_o, tl.load(bq + d, mask=live, other=0.0)
-
-
-@triton.jit
-def _ph6a_fold_part(
-    w, live, y3acc, qp_ptr, ln3w, ln3b, out_q, w_q, w_o, b_q, wk, bk, wv, bv, a2, c2, vwt, R, T,
-    C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, QS: tl.constexpr,
-    KP: tl.constexpr,
-):  # fmt: skip
-    """Phase 6a with phase 6 folded in (Config.i2t_fold): work item (row tile, head, contraction part) computes
-    head h's K_h and V_h over its C / KP contraction columns, as _ph6a_kv_part, and then their share of phase 6's
-    products, which are linear in K_h and V_h: Wq_h^T K_ht into A2, bq_h . K_ht into c2 and Wout_h V_ht into VW^T,
-    added into fp32 sums that phase 2 zeroed (part 0 adds the biases' share; part 0 of head 0 writes
-    output_queries). No phase 6 and no barrier for it: phase 7 rounds the sums to TF32 (or fp16) as it loads them.
-    w_q, w_o, b_q: _ph6f_weights of the item."""
-    M8: tl.constexpr = 8 * TPK
-    KR: tl.constexpr = C // KP
-    KCA: tl.constexpr = KC if KC < KR else KR
-    kp = w % KP
-    c = tl.arange(0, C)
-    h, r, valid, d, y, mean, rstd = _head_rows(w // KP, live, y3acc, R, C)
-    kh, vh = _kv_rows(
-        r, valid, live, d, mean, rstd, kp * KR, y3acc, qp_ptr, ln3w, ln3b, wk, wv, C, KR, KCA, P3, RN, QS
-    )
-    if kp == 0:
-        kh += tl.load(bk + d, mask=live, other=0.0)[None, :]
-        vh += tl.load(bv + d, mask=live, other=0.0)[None, :]
-    kh = tl.where(valid[:, None], kh * X_SCALE, 0.0)
-    item = r // T
-    jl = h * TPK + r % T
-    j = item * M8 + jl
-    tl.atomic_add(c2 + j, tl.sum(kh * b_q[None, :], 1), mask=valid, sem="relaxed", scope="gpu")
-    # the fold's two products in 3xTF32 (tiny, K = 16): the parts' sums are then about fp32, rounded once by
-    # phase 7 (one TF32 product of each part's rounded K_h leaves a few elements over the tightest atol)
-    a = _tdot(kh, w_q, tl.zeros([_RT, C], tl.float32), True, RN)  # [16, C]  this part's Wq_h^T K_ht
-    tl.atomic_add(a2 + j[:, None] * C + c[None, :], a, mask=valid[:, None], sem="relaxed", scope="gpu")
-    vw = _tdot(
-        vh, tl.trans(w_o), tl.zeros([_RT, C], tl.float32), True, RN
-    )  # [16, C]  this part's Wout_h V_ht
-    vt = (item[:, None] * C + c[None, :]) * M8 + jl[:, None]  # VW^T [items, C, 8 * TPK]
-    tl.atomic_add(vwt + vt, vw, mask=valid[:, None], sem="relaxed", scope="gpu")
-    if (h == 0) & (kp == 0):  # output_queries
-        offn = r[:, None] * C + c[None, :]
-        tl.store(out_q + offn, _ln_cols(y, mean, rstd, ln3w, ln3b, c, live), mask=valid[:, None])
-
-
-@triton.jit
 def _ph6_ln3_i2t_fold(
     w, live, y3acc, qp_ptr, ln3w, ln3b, out_q, wq, bq, wk, bk, wv, bv, wo, a2, c2, vwb, vws, kv, R, T,
     C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
@@ -946,23 +893,15 @@ def _i2t_half(
 
 
 @triton.jit
-def _i2t_operands(
-    a2, c2, vwb, vws, item, j, jv,
-    C: tl.constexpr, M8: tl.constexpr, V3: tl.constexpr, RN: tl.constexpr, FOLD: tl.constexpr = False,
-):  # fmt: skip
-    """A2 rows j [RB, C], c2, and VW^T columns j [C, RB] (TF32 part, and the rest if V3) of one item. FOLD: A2 and
-    VW^T are phase 6a's fp32 sums (Config.i2t_fold), rounded here as phase 6 rounds them."""
+def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constexpr, V3: tl.constexpr):
+    """A2 rows j [RB, C], c2, and VW^T columns j [C, RB] (TF32 part, and the rest if V3) of one item."""
     c = tl.arange(0, C)
     a = tl.load(a2 + (item * M8 + j)[:, None] * C + c[None, :], mask=jv[:, None], other=0.0)
     cb = tl.load(c2 + item * M8 + j, mask=jv, other=0.0)
     vt = (item * C + c)[:, None] * M8 + j[None, :]
     vb = tl.load(vwb + vt, mask=jv[None, :], other=0.0)
     vs = vb  # (unused unless V3)
-    if FOLD:
-        a = _tf32_rn(a, RN)
-        vs = vb - _tf32_rn(vb, RN)
-        vb = _tf32_rn(vb, RN)
-    elif V3:
+    if V3:
         vs = tl.load(vws + vt, mask=jv[None, :], other=0.0)
     return a, cb, vb, vs
 
@@ -972,11 +911,9 @@ def _ph7_i2t_pass(
     w, live, k_ptr, kp_ptr, a2, c2, vwb, vws, bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, PF_DIST: tl.constexpr, RN: tl.constexpr,
     V3: tl.constexpr, RK: tl.constexpr = 0, PARTS: tl.constexpr = 1, STAGES: tl.constexpr = 1,
-    FOLD: tl.constexpr = False,
 ):  # fmt: skip
     """Work item w: part w % PARTS of the tiles of chunk w // PARTS (PARTS > 1: phase 7 in its own launch);
-    STAGES > 1: the tile loads of the next tiles in flight (cp.async) during this tile's maths; FOLD: A2 and VW^T
-    are phase 6a's sums (_i2t_operands)."""
+    STAGES > 1: the tile loads of the next tiles in flight (cp.async) during this tile's maths."""
     M8: tl.constexpr = 8 * TPK
     NH: tl.constexpr = (M8 + 63) // 64  # 64-row halves of the [8 heads x TPK] rows (2 when T > 8)
     RB: tl.constexpr = M8 // NH  # rows per half: 64, or 32 (TPK 4)
@@ -987,7 +924,7 @@ def _ph7_i2t_pass(
     j0 = tl.arange(0, RB)
     jv0 = ((j0 % TPK) < T) & live
     if NH == 1:  # the operands stay in shared memory for the whole chunk
-        a, cb, vb, vs = _i2t_operands(a2, c2, vwb, vws, item, j0, jv0, C, M8, V3, RN, FOLD)
+        a, cb, vb, vs = _i2t_operands(a2, c2, vwb, vws, item, j0, jv0, C, M8, V3)
     bo_c = tl.load(bo + c, mask=live, other=0.0)
     lw = tl.load(ln4w + c, mask=live, other=0.0)
     lb = tl.load(ln4b + c, mask=live, other=0.0)
@@ -1016,7 +953,7 @@ def _ph7_i2t_pass(
             for hf in tl.static_range(NH):
                 jh = hf * RB + j0
                 jvh = ((jh % TPK) < T) & live
-                ah, cbh, vbh, vsh = _i2t_operands(a2, c2, vwb, vws, item, jh, jvh, C, M8, V3, RN, FOLD)
+                ah, cbh, vbh, vsh = _i2t_operands(a2, c2, vwb, vws, item, jh, jvh, C, M8, V3)
                 o = _i2t_half(xt, ah, cbh, jvh, vbh, vsh, o, TPK, BS, RN, V3, RB)
         if RK == 2:
             o += tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".ca") + bo_c[:, None]
@@ -1049,14 +986,12 @@ def _two_way_kernel(
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0, PF_LATE: tl.constexpr = 0,
-    FOLD6: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
     9: phases 1a and 6a, with KP1 / KP6 > 1; 7: P7PARTS work items per key chunk, tiles of BS2 tokens in a
     cp.async pipeline of S7 stages). PDL: wait for the previous kernel of the stream first (programmatic
-    dependent launch). FOLD6 (Plan.FOLD6): phase 6a adds A2, c2 and VW^T into sums that phase 2 zeroes, and there is
-    no phase 6."""
+    dependent launch)."""
     if PDL:
         tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
@@ -1151,7 +1086,7 @@ def _two_way_kernel(
             if pid == (G - 6) % G:
                 _ph7_i2t_pass(
                     0, False, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                    C, TPK7, BS2, PF_DIST, RN, V3, RK, 1, 1, FOLD6,
+                    C, TPK7, BS2, PF_DIST, RN, V3, RK,
                 )  # fmt: skip
 
     if KP1 > 1:
@@ -1200,15 +1135,6 @@ def _two_way_kernel(
                     C, TPK, KC, P3_2, RN, NC26, QS, CP,
                 )  # fmt: skip
             _item_done(sync, 1, times, G, NMAX, 2, w, t0, PERSIST, INSTR)
-        if (
-            FOLD6
-        ):  # phase 6a's sums, zeroed before it. Persistent: shared by the programs with a phase-3 item,
-            # whose arrive then releases the stores (phase 6a's items come after the barriers that acquire it)
-            nz = tl.minimum(G, n3) if PERSIST else G
-            if pid < nz:
-                _zero_share(a2, NI * 8 * TPK7 * C, pid, nz, 1024)
-                _zero_share(c2, NI * 8 * TPK7, pid, nz, 1024)
-                _zero_share(vwb, NI * C * 8 * TPK7, pid, nz, 1024)
     if PERSIST and PF_LATE == 3:  # PF_LATE 3: the MLP and i2t weights after the program's phase-2 items
         _prefetch_later(
             t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
@@ -1260,21 +1186,14 @@ def _two_way_kernel(
         if PERSIST or PHASE == 9:  # phase 6a: K, V split by contraction columns
             for w in range(pid, n6a, G):
                 t0 = _item_start(INSTR)
-                if FOLD6:
-                    w_q6, w_o6, b_q6 = _ph6f_weights(w, True, i_wq, i_wo, i_bq, C, KP6)  # (before y3's loads)
-                    _ph6a_fold_part(
-                        w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, w_q6, w_o6, b_q6, i_wk, i_bk, i_wv, i_bv, a2,
-                        c2, vwb, R, T, C, TPK7, KC, P3_6, RN, QS, KP6,
-                    )  # fmt: skip
-                else:
-                    _ph6a_kv_part(
-                        w, True, y3acc, qp_ptr, ln3w, ln3b, i_wk, i_bk, i_wv, i_bv, kv, R, C, KC, P3_6, RN, QS, KP6,
-                    )  # fmt: skip
+                _ph6a_kv_part(
+                    w, True, y3acc, qp_ptr, ln3w, ln3b, i_wk, i_bk, i_wv, i_bv, kv, R, C, KC, P3_6, RN, QS, KP6,
+                )  # fmt: skip
                 _item_done(sync, 8, times, G, NMAX, 9, w, t0, PERSIST, INSTR)
-        if PERSIST and not (FOLD6 and SPLIT7):  # (a split phase 7 waits for the kernel's end instead)
+        if PERSIST:
             _phase_barrier(sync, 8, n6a, times, pid, MAXSPIN, SPIN_NS, False)  # (nor for 6a)
 
-    if not FOLD6 and (PERSIST or PHASE == 6):
+    if PERSIST or PHASE == 6:
         for w in range(pid, n2, G):
             t0 = _item_start(INSTR)
             _ph6_ln3_i2t_fold(
@@ -1282,12 +1201,12 @@ def _two_way_kernel(
                 vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6,
             )  # fmt: skip
             _item_done(sync, 5, times, G, NMAX, 6, w, t0, PERSIST, INSTR)
-    if PERSIST and not FOLD6:
+    if PERSIST:
         _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if (PERSIST and not SPLIT7) or PHASE == 7:
         # the accumulators are dead now (read in phases 1, 2, 5, 6): zero them for the next call (Plan.n_accs)
-        _zero_share(accs, (7 if (KP6 > 1 and not FOLD6) else (6 if KP1 > 1 else 3)) * n_acc, pid, G, 1024)
+        _zero_share(accs, (7 if KP6 > 1 else (6 if KP1 > 1 else 3)) * n_acc, pid, G, 1024)
         n7 = n_key * P7PARTS
         n_mine = tl.cdiv(n7 - pid, G)
         for i in range(0, n_mine):
@@ -1295,7 +1214,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph7_i2t_pass(
                 w, True, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                C, TPK7, BS2, PF_DIST, RN, V3, RK, P7PARTS, S7, FOLD6,
+                C, TPK7, BS2, PF_DIST, RN, V3, RK, P7PARTS, S7,
             )  # fmt: skip
             _item_done(sync, 7, times, G, NMAX, 7, w, t0, False, INSTR)  # (phase 7 is not counted)
 
@@ -1853,14 +1772,6 @@ class Config:
     # faster wherever phases 1a and 6a fit one wave with them (12 workloads, #14 62.0 -> 60.1 us), 2.4-4.4 % slower
     # where they do not (#1, #5, #6, #11: 192-256 items); this rule keeps 4 there
     ksplit_fit: bool = True
-    # phase 6 folded into phase 6a (with ksplit6 > 1 after ksplit_fit; _ph6a_fold_part): A2, c2 and VW^T are linear
-    # in K_h and V_h, so each contraction part adds its share of them into fp32 sums, and phase 6 with its barrier
-    # goes (with phase 7 in its own launch, 6a's barrier too). 0: off; 1: except where phase 7 is the tl launch
-    # with TPK7 8 (it then rounds A2 and VW^T itself, and those computed operands spill: 46 spills against 2,
-    # sm_90a); 2: everywhere. Never with the TF32 Gluon phase 7 (p7_gluon_fp16 False), which copies A2 and VW^T as
-    # phase 6 stored them, already rounded (`fold_applies`). H200 (session 32, NOTES.md, two sweeps of all 16 workloads): 1 is
-    # 0.4-0.5 % faster than 0 (the T 5 workloads on the tl phase 7 lose 1-2 us with 2)
-    i2t_fold: int = 0
     instr: bool = False  # program 0 records clock64/globaltimer at every phase start (GPU, persistent)
     # phase 7 (the i2t key pass) as its own launch after the persistent one, with its own registers and
     # occupancy, from `split7` key tokens (B*P*S; 0: never). The launch: (work items per key chunk, warps,
@@ -2000,7 +1911,6 @@ class Plan:
     P7MAXNREG: int = 0  # ... and at most this many registers per thread (0: no cap)
     P7BS: int = 0  # ... key tiles of this many tokens
     P7STAGES: int = 0  # ... in a cp.async pipeline of this many stages (1: plain loads)
-    FOLD6: bool = False  # phase 6 folded into phase 6a (Config.i2t_fold, KP6 > 1)
 
     @property
     def work(self) -> dict[int, int]:
@@ -2022,9 +1932,9 @@ class Plan:
 
     @property
     def n_accs(self) -> int:
-        """[rows, C] query-side accumulators: y1, y2, y3, then phase 1a's q | k | v (3), phase 6a's K | V (1; not
-        with FOLD6); the kernel's phase 7 zeroes as many (its KP1 / KP6 / FOLD6 constexprs)."""
-        return 7 if self.KP6 > 1 and not self.FOLD6 else (6 if self.KP1 > 1 else 3)
+        """[rows, C] query-side accumulators: y1, y2, y3, then phase 1a's q | k | v (3), phase 6a's K | V (1);
+        the kernel's phase 7 zeroes as many (its KP1 / KP6 constexprs)."""
+        return 7 if self.KP6 > 1 else (6 if self.KP1 > 1 else 3)
 
     @property
     def acc_floats(self) -> int:
@@ -2033,10 +1943,9 @@ class Plan:
 
     @property
     def phases(self) -> list[int]:
-        """The phases in execution order (phase 1a, "8", first; phase 6a, "9", before 6; no 6 with FOLD6)."""
+        """The phases in execution order (phase 1a, "8", first; phase 6a, "9", before 6)."""
         return [
-            *([8] if self.KP1 > 1 else []), 1, 2, 3, 4, 5, *([9] if self.KP6 > 1 else []),
-            *([] if self.FOLD6 else [6]), 7,
+            *([8] if self.KP1 > 1 else []), 1, 2, 3, 4, 5, *([9] if self.KP6 > 1 else []), 6, 7
         ]  # fmt: skip
 
 
@@ -2131,10 +2040,6 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         )
     if not isinstance(cfg.p7_gluon_fp16, bool):
         raise ValueError(f"p7_gluon_fp16: expected True or False, got {cfg.p7_gluon_fp16!r}")
-    if cfg.i2t_fold not in (0, 1, 2):
-        raise ValueError(
-            f"i2t_fold: expected 0 (off), 1 (not with the tl phase 7 at TPK7 8) or 2, got {cfg.i2t_fold!r}"
-        )
     if cfg.pre5 not in (0, 16, 32, 64):
         raise ValueError(f"pre5: expected 0 (never) or an MLP block width 16 / 32 / 64, got {cfg.pre5}")
     if cfg.tpk4_chunk < 0:
@@ -2178,7 +2083,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         p7 = cfg.p7_launch_long4 if long4 else (cfg.p7_launch_tpk8 if TPK7 == 8 else cfg.p7_launch)
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cp, cp1, grid,
-        kp1, kp6, nsp4, TPK7, *p7, cfg.i2t_fold and kp6 > 1,
+        kp1, kp6, nsp4, TPK7, *p7,
     )  # fmt: skip
 
 
@@ -2274,15 +2179,6 @@ def gluon_phase7_ok(device: torch.device, plan: Plan, cfg: Config) -> bool:
     )
 
 
-def fold_applies(plan: Plan, cfg: Config, gluon7: bool) -> bool:
-    """Whether a plan with phase 6a (FOLD6) keeps the fold, given where phase 7 runs (gluon7: the Gluon launch).
-    Not with the TF32 Gluon phase 7, which copies A2 and VW^T as they are (phase 6 stores them rounded); with
-    i2t_fold 1 not where the tl phase 7 runs at TPK7 8 either (the operands it then rounds itself spill)."""
-    if gluon7:
-        return cfg.p7_gluon_fp16
-    return cfg.i2t_fold == 2 or plan.TPK7 != 8
-
-
 def _gluon_phase7(plan: Plan, cfg: Config, sms: int, tensors: list, out_k, accs, views: list) -> tuple:
     """(kernel, grid, args, meta) of the Gluon phase-7 launch: one program per key chunk."""
     creg, lreg, ns8, ns4, lag, _ = cfg.p7_gluon
@@ -2321,8 +2217,6 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     if gpu and not _direct_ok():  # Triton's own second launch would come too late: phase 7 stays inside
         cfg = replace(cfg, split7=0)
     plan = make_plan(NI, T, S, cfg, _sm_count(device))
-    if plan.FOLD6 and not fold_applies(plan, cfg, gluon_phase7_ok(device, plan, cfg)):
-        plan = replace(plan, FOLD6=False)
     if cfg.mode == "persistent" and device.type != "cuda" and plan.grid != 1:
         raise ValueError("persistent mode needs grid=1 in the CPU interpreter (its programs run one by one)")
     M8, M8_7 = 8 * plan.TPK, 8 * plan.TPK7
@@ -2391,7 +2285,6 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         PRE2=cfg.pre2,
         P4GF=cfg.p4_gfirst,
         PF_LATE=cfg.prefetch_late,
-        FOLD6=plan.FOLD6,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

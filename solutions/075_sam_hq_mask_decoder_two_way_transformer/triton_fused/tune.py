@@ -365,14 +365,6 @@ VARIANTS: dict[str, Config] = {
     "cs8f": dataclasses.replace(BASE, csplit=8, csplit1=8, csplit_fit=True),
     "c1s8f": dataclasses.replace(BASE, csplit1=8, csplit_fit=True),
     "c26s8f": dataclasses.replace(BASE, csplit=8, csplit_fit=True),
-    # session 32: phase 6 folded into phase 6a (A2, c2 and VW^T added up by the contraction parts; no phase 6, and
-    # no barrier after 6a where phase 7 has its own launch): off, everywhere, and with 4 parts (half the atomics).
-    # Measured and removed (NOTES.md): the fold's weights loaded before the phase-5 barrier, VW^T's share as a
-    # [C, rows] product
-    "fold1": dataclasses.replace(BASE, i2t_fold=1),
-    "fold2": dataclasses.replace(BASE, i2t_fold=2),
-    "fold_k4": dataclasses.replace(BASE, i2t_fold=2, ksplit6=4),
-    "tl7_fold0": dataclasses.replace(BASE, p7_gluon=(), i2t_fold=0),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
