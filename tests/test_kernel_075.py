@@ -28,7 +28,7 @@ SOLUTION_DIR = (
     / "solutions/075_sam_hq_mask_decoder_two_way_transformer/triton_fused"
 )
 TOLERANCE = ToleranceSpec(max_atol=0.0016, max_rtol=1e-5)  # the tightest official 075 tolerance
-EXACT = dict(tf32_rn=False)  # no operand rounding: the interpreter's dots are then exact fp32
+EXACT = dict(tf32_rn=False, p3_fp16=False)  # no operand rounding: the interpreter's dots are then exact fp32
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # the interpreter on CPU-only machines (conftest)
 
 kernel = load_module(SOLUTION_DIR / "kernel.py", "_test075_kernel")
@@ -356,6 +356,42 @@ def test_decompositions_exact(task, case):
     assert _state_is_clean(kernel)
 
 
+P3_FP16_CASES = {
+    # id: (B, P, T, S, Config overrides): one program; several chunks and 16-token tiles per chunk (the running
+    # max moves between tiles); the running sum as written (not transposed); T > 8 (two 64-row halves)
+    "persistent": (1, 2, 5, 70, dict(grid=1, hb=512)),
+    "multi-tiles": (1, 2, 6, 300, dict(mode="multi", grid=4, hb=512, bs1=16, min_chunk=64)),
+    "multi-plain": (2, 1, 3, 90, dict(mode="multi", grid=40, hb=512, acc_t=False)),
+    "multi-T11": (1, 1, 11, 50, dict(mode="multi", grid=40, hb=512)),
+}
+
+
+@pytest.mark.parametrize("case", list(P3_FP16_CASES))
+def test_phase3_fp16_operands(task, case):
+    """Phase 3's fp16 products (the default, `p3_fp16`) against the reference at the official tolerance with
+    every element matched, and against the same call with TF32 operands: close (the same 10-bit rounding) but
+    not bit for bit the same, so the fp16 path is what ran."""
+    B, P, T, S, overrides = P3_FP16_CASES[case]
+    assert kernel.DEFAULT_CONFIG.p3_fp16
+    args = _inputs(task, B, P, T, S, False, random_norms=False)
+    refs = task.reference(*args)
+    results = {}
+    for f16 in (True, False):
+        cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, p3_fp16=f16, **overrides)
+        outs = _poisoned_outputs(B, P, T, S)
+        plan = kernel.launch(args, outs, cfg)
+        _check(outs, refs, TOLERANCE)
+        results[f16] = outs
+    if case == "multi-tiles":
+        assert plan.CH >= 4 * 16 and plan.n_ch > 1
+    q16, k16 = results[True]
+    q32, k32 = results[False]
+    assert not torch.equal(q16, q32)  # output_queries depends on phase 3 (t2i), output_keys through it too
+    assert float((q16 - q32).abs().max()) < 0.5 * TOLERANCE.max_atol
+    assert float((k16 - k32).abs().max()) < 0.5 * TOLERANCE.max_atol
+    assert _state_is_clean(kernel)
+
+
 def test_default_precision_long_prompt(task):
     """T = 11 (16 padded tokens per head, two t2i halves) with the default rounding, persistent."""
     B, P, T, S = 1, 2, 11, 33
@@ -464,6 +500,7 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("ksplit6", 16),
         ("p4_chunks", -1),
         ("p4_gfirst", 3),
+        ("p3_fp16", 1),
         ("prefetch_late", 5),
         ("prefetch_late", 1),
         ("tpk_min", 2),

@@ -68,6 +68,9 @@ RT = 16  # query rows per row tile
 SA_SCALE = tl.constexpr(1.4426950408889634 / math.sqrt(32.0))  # log2(e) / sqrt(head_dim 32)
 X_SCALE = tl.constexpr(0.25 * 1.4426950408889634)  # log2(e) / sqrt(head_dim 16)
 _NEG = tl.constexpr(-1.0e30)  # finite "minus infinity": fully masked rows stay NaN-free
+# phase 3 with fp16 operands: its softmax weights p scaled by 2^15 (at most 32768, below fp16's 65504), so that
+# weights down to 2^-29 stay in fp16's normal range (its smallest normal is 2^-14)
+P16_SHIFT = tl.constexpr(15.0)
 _RT = tl.constexpr(RT)
 
 
@@ -526,7 +529,8 @@ def _ph2_fold(
         else:
             w_k = tl.load(wk + d[:, None] * C + cn[None, :], mask=live, other=0.0)  # [16, NC]
         a = _tdot(qh, w_k, tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]  Wk_h^T q_ht
-        tl.store(a1 + j[:, None] * C + cn[None, :], _tf32_rn(a, RN), mask=valid[:, None])
+        a = _tf32_rn(a, RN).to(a1.dtype.element_ty)  # fp16 for phase 3's fp16 products (Config.p3_fp16)
+        tl.store(a1 + j[:, None] * C + cn[None, :], a, mask=valid[:, None])
         if h == 0:  # x1 + bout_t2i seeds y2acc (phase 4 adds the attention)
             offn = r[:, None] * C + cn[None, :]
             yn = _row_piece(y1acc, y, offn, valid, NC, C)
@@ -541,11 +545,14 @@ def _ph2_fold(
 def _ph3_t2i_pass(
     w, live, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, NHALF: tl.constexpr, PF_DIST: tl.constexpr,
-    RN: tl.constexpr, KS: tl.constexpr = 1, ACC_T: tl.constexpr = False,
+    RN: tl.constexpr, KS: tl.constexpr = 1, ACC_T: tl.constexpr = False, F16: tl.constexpr = False,
 ):  # fmt: skip
     """ACC_T: the running sum kept transposed, acc^T [C, RB] += k^T [C, BS] @ p^T [BS, RB] (the key tile as
     the register operand, p^T the shared-memory one), instead of acc [RB, C] += p @ k (k^T through shared
-    memory as the B operand)."""
+    memory as the B operand). F16 (`Config.p3_fp16`): both products take fp16 operands (fp32 accumulation; A1
+    arrives as fp16, stored so by phase 2), and p is scaled by 2^P16_SHIFT, so that its small values stay in
+    fp16's normal range; the partial sum and the partial acc carry the same factor, which phase 4's acc / sum
+    cancels."""
     M8: tl.constexpr = 8 * TPK
     RB: tl.constexpr = M8 // NHALF  # rows per work item: 64, or 32 (TPK 4)
     half = w % NHALF
@@ -572,14 +579,24 @@ def _ph3_t2i_pass(
         tm = (tok < s1) & live
         off = (item * S + tok)[None, :] * C + c[:, None]  # [C, BS] transposed tile
         kt = tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg")
-        xt = _tf32_rn(kt + tl.load(kp_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg"), RN)
-        s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [RB, BS] log2-domain scores
+        xs = kt + tl.load(kp_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg")
+        if F16:
+            s = tl.dot(a, xs.to(tl.float16)) + cb[:, None]  # [RB, BS] log2-domain scores
+        else:
+            s = tl.dot(a, _tf32_rn(xs, RN), input_precision="tf32") + cb[:, None]
         s = tl.where(tm[None, :], s, _NEG)
         m_new = tl.maximum(m, tl.max(s, 1))
         alpha = tl.exp2(m - m_new)
-        p = tl.exp2(s - m_new[:, None])
+        if F16:  # p in (0, 2^P16_SHIFT]: its small values stay normal in fp16
+            p = tl.exp2(s - (m_new - P16_SHIFT)[:, None])
+        else:
+            p = tl.exp2(s - m_new[:, None])
         l_sum = l_sum * alpha + tl.sum(p, 1)
-        if ACC_T:
+        if F16 and ACC_T:
+            acc = tl.dot(kt.to(tl.float16), tl.trans(p.to(tl.float16)), acc * alpha[None, :])
+        elif F16:
+            acc = tl.dot(p.to(tl.float16), tl.trans(kt.to(tl.float16)), acc * alpha[:, None])
+        elif ACC_T:
             acc = tl.dot(
                 _tf32_rn(kt, RN), tl.trans(_tf32_rn(p, RN)), acc * alpha[None, :], input_precision="tf32"
             )
@@ -986,6 +1003,7 @@ def _two_way_kernel(
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0, PF_LATE: tl.constexpr = 0,
+    F16_3: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1068,6 +1086,7 @@ def _two_way_kernel(
                     RN,
                     KS1,
                     ACC_T,
+                    F16_3,
                 )
             if pid == (G - 3) % G:
                 _ph4_t2i_combine(
@@ -1148,7 +1167,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph3_t2i_pass(
                 w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
-                C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T,
+                C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T, F16_3,
             )  # fmt: skip
             _item_done(sync, 2, times, G, NMAX, 3, w, t0, PERSIST, INSTR)
     if PERSIST:
@@ -1739,6 +1758,13 @@ class Config:
     # phase 3 keeps its running sum transposed (k^T as the register operand; see _ph3_t2i_pass). Session 7
     # (H200): with bs1 32 the geomean goes from 121.8 to 113.6 us (#6 phase-3 item 118 -> 66 us); alone 134.2
     acc_t: bool = True
+    # phase 3's two products with fp16 operands and fp32 accumulation (A1 stored as fp16 by phase 2, x = k + k_pe,
+    # the key tile and p rounded to fp16, p scaled by 2^15 into fp16's normal range): the same 10-bit rounding to
+    # nearest as the TF32 path for values in fp16's normal range (|A1|, |k + k_pe| must stay below 65504), at twice
+    # the tensor rate, with half the registers for the key tile operand and half the shared memory for x and p.
+    # H200 (session 33, tune.py, all 16 workloads): geomean 93.20 -> 89.47 us, every workload faster (#6 196.6 ->
+    # 181.5 us, its phase-3 item 67.4 -> 54.1 us; sm_90a stack 248 -> 136 B, shared memory 224 -> 176 KB)
+    p3_fp16: bool = True
     qstages: int = 4  # query-side K loops (phases 1, 2, 5, 6): cp.async pipeline depth over the kc pieces
     cstages: int = 4  # phase-4 combine steps: pipeline depth over the NCB-chunk steps
     # phase 7: 0 keeps the key tile live for the residual; 1/2 re-read it (L2) before/after the dots
@@ -2038,8 +2064,9 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             "p7_gluon: expected () or (consumer registers, loader registers: 24..256, multiples of 8; ring slots "
             f"for TPK7 8 and 4: >= 3; copy groups in flight >= 1; fewest tiles per program >= 0), got {g7!r}"
         )
-    if not isinstance(cfg.p7_gluon_fp16, bool):
-        raise ValueError(f"p7_gluon_fp16: expected True or False, got {cfg.p7_gluon_fp16!r}")
+    for field in ("p7_gluon_fp16", "p3_fp16"):
+        if not isinstance(getattr(cfg, field), bool):
+            raise ValueError(f"{field}: expected True or False, got {getattr(cfg, field)!r}")
     if cfg.pre5 not in (0, 16, 32, 64):
         raise ValueError(f"pre5: expected 0 (never) or an MLP block width 16 / 32 / 64, got {cfg.pre5}")
     if cfg.tpk4_chunk < 0:
@@ -2239,6 +2266,8 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     for n, a in zip(sizes, aligned, strict=True):
         views.append(ws[at : at + n])
         at += a
+    if cfg.p3_fp16:  # A1 as fp16 (phase 2 stores it so, phase 3 reads it so), in the first half of its slice
+        views[0] = views[0].view(torch.float16)[: sizes[0]]
     accs = _acc_buffer(device, plan.acc_floats)
     sync = (
         _sync_buffer(device)
@@ -2270,6 +2299,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         V3=cfg.v_terms == 3,
         KS1=_stages1(cfg, device),
         ACC_T=cfg.acc_t,
+        F16_3=cfg.p3_fp16,
         QS=cfg.qstages,
         CS=cfg.cstages,
         RK=cfg.reload_k,

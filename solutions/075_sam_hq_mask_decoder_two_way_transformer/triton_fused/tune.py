@@ -365,6 +365,10 @@ VARIANTS: dict[str, Config] = {
     "cs8f": dataclasses.replace(BASE, csplit=8, csplit1=8, csplit_fit=True),
     "c1s8f": dataclasses.replace(BASE, csplit1=8, csplit_fit=True),
     "c26s8f": dataclasses.replace(BASE, csplit=8, csplit_fit=True),
+    # session 33: phase 3's two products with fp16 operands (Config.p3_fp16, the default since) and with TF32 ones
+    # (before). H200: geomean of all 16 workloads 93.20 (TF32) / 89.47 us (fp16), every workload faster
+    "p3h": dataclasses.replace(BASE, p3_fp16=True),
+    "p3tf32": dataclasses.replace(BASE, p3_fp16=False),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
