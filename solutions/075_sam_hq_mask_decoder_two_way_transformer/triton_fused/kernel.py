@@ -1695,13 +1695,15 @@ class Config:
     # phases 2-4) and of the i2t side (A2, VW: phases 6, 7). 4 lets T <= 4 run a key pass on 8 x 4 = 32 rows
     # instead of 8 x 8 (half of them padding). Session 6 (H200): tpk7_min 4 takes the geomean from 128.9 to
     # 122.3 us (phase 7 item at #6 156 -> 120 us); tpk_min 4 is slower (phase 3's 32-row products are
-    # mma.sync with the A1 operand in registers: spills; #6 phase 3 117 -> 175 us)
-    tpk_min: int = 8
+    # mma.sync with the A1 operand in registers: spills; #6 phase 3 117 -> 175 us). With phase 3's fp16 operands
+    # (p3_fp16) tpk_min 4 pays everywhere: session 33 (H200, tune.py, all 16 workloads) 89.71 -> 88.14 us, #6's
+    # phase-3 item 54.0 -> 41.4 us and its phase 4 8.5 -> 6.2 us, the T > 4 workloads unchanged
+    tpk_min: int = 4
     tpk7_min: int = 4
-    # ... and the t2i side takes TPK 4 anyway (T <= 4) when a chunk has at most this many key tokens (0: never):
-    # phase 3's 32-row products cost less than its padded 64-row ones while a program's chunk is one or two
-    # tiles (tune.py round 17 with tpk_min 4: #14 75.5 -> 72.2 us, #3 86.0 -> 84.3), more from four items up
-    # (#6 245 -> 256)
+    # ... with tpk_min 8, the t2i side takes TPK 4 anyway (T <= 4) when a chunk has at most this many key tokens
+    # (0: never): with TF32 operands phase 3's 32-row products cost less than its padded 64-row ones only while a
+    # program's chunk is one or two tiles (tune.py round 17 with tpk_min 4: #14 75.5 -> 72.2 us, #3 86.0 -> 84.3),
+    # more from four items up (#6 245 -> 256)
     tpk4_chunk: int = 64
     min_chunk: int = 32  # fewest key tokens per chunk
     waves: float = 1.0  # key chunks (t2i pass work items) per program

@@ -369,6 +369,11 @@ VARIANTS: dict[str, Config] = {
     # (before). H200: geomean of all 16 workloads 93.20 (TF32) / 89.47 us (fp16), every workload faster
     "p3h": dataclasses.replace(BASE, p3_fp16=True),
     "p3tf32": dataclasses.replace(BASE, p3_fp16=False),
+    # session 33: with fp16 operands phase 3 on 32 rows for every T <= 4 (t4all, tpk_min 4: the default since;
+    # sm_90a, local Triton 3.9, at #6 184 registers and no stack against 255 and 136 B), and its padded 64-row form
+    # for long chunks (t8long: tpk_min 8 with tpk4_chunk 64, before). H200: 89.71 (t8long) / 88.14 us (t4all)
+    "t4all": dataclasses.replace(BASE, tpk_min=4),
+    "t8long": dataclasses.replace(BASE, tpk_min=8),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
