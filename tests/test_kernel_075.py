@@ -522,6 +522,7 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("pre5", 48),
         ("plan_programs", -1),
         ("stages1", -1),
+        ("stages1_tpk4", 9),
         ("qstages", 0),
         ("cstages", 9),
         ("split7", -1),
@@ -543,6 +544,21 @@ def test_make_plan_rejects_bad_config(field, value):
         kernel.make_plan(4, 5, 1024, cfg, 132)
     with pytest.raises(ValueError, match="n_query_tokens"):
         kernel.make_plan(4, 17, 1024, kernel.DEFAULT_CONFIG, 132)
+
+
+def test_phase3_stages_by_tpk(monkeypatch):
+    """Phase 3's pipeline depth: `stages1_tpk4` where the t2i side has TPK 4, `stages1` otherwise, and the
+    architecture's rule (3 on sm_90, 2 elsewhere) where both are 0."""
+    cpu = torch.device("cpu")
+    monkeypatch.setenv(kernel.TARGET_ARCH_ENV, "sm_90a")
+    base = kernel.DEFAULT_CONFIG
+    assert kernel._stages1(base, cpu, 4) == kernel._stages1(base, cpu, 8) == 3
+    cfg = dataclasses.replace(base, stages1_tpk4=4)
+    assert (kernel._stages1(cfg, cpu, 4), kernel._stages1(cfg, cpu, 8)) == (4, 3)
+    cfg = dataclasses.replace(base, stages1=2, stages1_tpk4=4)
+    assert (kernel._stages1(cfg, cpu, 4), kernel._stages1(cfg, cpu, 16)) == (4, 2)
+    monkeypatch.setenv(kernel.TARGET_ARCH_ENV, "sm_100a")
+    assert kernel._stages1(base, cpu, 4) == 2
 
 
 def test_split7_rule():

@@ -1757,6 +1757,9 @@ class Config:
     # phase-3 (t2i key pass) tile loop; 0: 3 on sm_90 (224 KB of shared memory with bs1 32), 2 elsewhere (sm_100a
     # needs 233 KB for 3 stages, over its 227 KB)
     stages1: int = 0
+    # phase 3's depth where the t2i side has 4 key-side rows per head (TPK 4: T <= 4); 0: as stages1. With fp16
+    # operands 4 stages of 32-token tiles fit there (sm_90a: 215 KB; 246 KB at TPK 8, over the limit)
+    stages1_tpk4: int = 0
     # phase 3 keeps its running sum transposed (k^T as the register operand; see _ph3_t2i_pass). Session 7
     # (H200): with bs1 32 the geomean goes from 121.8 to 113.6 us (#6 phase-3 item 118 -> 66 us); alone 134.2
     acc_t: bool = True
@@ -1871,8 +1874,11 @@ def _gpu_info(device: torch.device) -> tuple[int, int]:
     return _GPU_INFO[idx]
 
 
-def _stages1(cfg: Config, device: torch.device) -> int:
-    """Phase 3's pipeline depth: cfg.stages1, or by the architecture (3 stages fit sm_90's shared memory)."""
+def _stages1(cfg: Config, device: torch.device, tpk: int) -> int:
+    """Phase 3's pipeline depth: cfg.stages1_tpk4 at TPK 4 if set, cfg.stages1, or by the architecture (3 stages
+    fit sm_90's shared memory)."""
+    if tpk == 4 and cfg.stages1_tpk4:
+        return cfg.stages1_tpk4
     if cfg.stages1:
         return cfg.stages1
     major = _gpu_info(device)[0] if device.type == "cuda" else _target()[0]
@@ -2029,10 +2035,11 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"p4_gfirst: expected 0, 1 or 2, got {cfg.p4_gfirst}")
     if cfg.prefetch_late not in (0, 2, 3):
         raise ValueError(f"prefetch_late: expected 0, 2 or 3, got {cfg.prefetch_late}")
-    for name in ("stages1", "qstages", "cstages"):
-        if not 0 <= getattr(cfg, name) <= 8 or (name != "stages1" and getattr(cfg, name) == 0):
+    for name in ("stages1", "stages1_tpk4", "qstages", "cstages"):
+        if not 0 <= getattr(cfg, name) <= 8 or (not name.startswith("stages1") and getattr(cfg, name) == 0):
             raise ValueError(
-                f"{name}: expected a pipeline depth 1..8 (stages1: 0 by architecture), got {getattr(cfg, name)}"
+                f"{name}: expected a pipeline depth 1..8 (stages1: 0 by architecture, stages1_tpk4: 0 as "
+                f"stages1), got {getattr(cfg, name)}"
             )
     if cfg.split7 < 0 or cfg.split7_tiles4 < 0:
         raise ValueError(f"split7, split7_tiles4: expected >= 0, got {cfg.split7}, {cfg.split7_tiles4}")
@@ -2299,7 +2306,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         INSTR=instr,
         RN=cfg.tf32_rn,
         V3=cfg.v_terms == 3,
-        KS1=_stages1(cfg, device),
+        KS1=_stages1(cfg, device, plan.TPK),
         ACC_T=cfg.acc_t,
         F16_3=cfg.p3_fp16,
         QS=cfg.qstages,

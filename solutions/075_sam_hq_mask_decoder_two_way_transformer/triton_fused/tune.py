@@ -374,6 +374,11 @@ VARIANTS: dict[str, Config] = {
     # for long chunks (t8long: tpk_min 8 with tpk4_chunk 64, before). H200: 89.71 (t8long) / 88.14 us (t4all)
     "t4all": dataclasses.replace(BASE, tpk_min=4),
     "t8long": dataclasses.replace(BASE, tpk_min=8),
+    # session 34: phase 3 with its fp16 operands and 32 rows has shared memory and registers to spare: a deeper
+    # cp.async pipeline over its key tiles where TPK is 4 (s1x4: 4 stages against 3; sm_90a 215 KB, local Triton
+    # 3.9) and 64-token key tiles in 2 stages (b64s2: 152 KB and 234 registers at TPK 4, against 150 KB and 184)
+    "s1x4": dataclasses.replace(BASE, stages1_tpk4=4),
+    "b64s2": dataclasses.replace(BASE, bs1=64, stages1=2),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
