@@ -379,10 +379,9 @@ VARIANTS: dict[str, Config] = {
     # 3.9) and 64-token key tiles in 2 stages (b64s2: 152 KB and 234 registers at TPK 4, against 150 KB and 184)
     "s1x4": dataclasses.replace(BASE, stages1_tpk4=4),
     "b64s2": dataclasses.replace(BASE, bs1=64, stages1=2),
-    # ... and for T 5..8 (TPK 8: 255 registers, 8 spills, 180 KB at 3 stages) 2 stages (s1x2t8), and no token
-    # prefetch at the start now that phase 3 is cheaper (pf0; session 30: the 65,536-token workloads gained 1-2 us)
+    # ... and for T 5..8 (TPK 8: 255 registers, 8 spills, 180 KB at 3 stages) 2 stages (s1x2t8). Session 34 also
+    # re-ran pt0 above (no token prefetch) with phase 3 cheaper: still slower (NOTES.md)
     "s1x2t8": dataclasses.replace(BASE, stages1=2, stages1_tpk4=3),
-    "pf0": dataclasses.replace(BASE, prefetch_tokens=0),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
