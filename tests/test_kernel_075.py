@@ -405,6 +405,46 @@ def test_phase3_fp16_operands(task, case):
     assert _state_is_clean(kernel)
 
 
+P7_FP16_CASES = {
+    # id: (B, P, T, S, Config overrides): the tl phase 7 inside the persistent kernel with TPK7 4; its own
+    # launch in three parts; T 5..8 (TPK7 8) with a 64-token tile, multi; T > 8 (two 64-row halves re-read per
+    # tile), multi
+    "persistent-T3": (1, 2, 3, 70, dict(grid=1, hb=512)),
+    "split7-parts3": (
+        1,
+        2,
+        4,
+        130,
+        dict(grid=1, hb=512, bs2=32, split7=1, split7_tiles4=2, p7_launch_long4=(3, 4, 0, 32, 1)),
+    ),  # fmt: skip
+    "multi-T6-tile64": (2, 1, 6, 90, dict(mode="multi", grid=40, hb=512, bs2=64)),
+    "multi-T11": (1, 1, 11, 50, dict(mode="multi", grid=40, hb=512)),
+}
+
+
+@pytest.mark.parametrize("case", list(P7_FP16_CASES))
+def test_phase7_tl_fp16_operands(task, case):
+    """The tl phase 7 with fp16 operands (`p7_tl_fp16`, opt-in) against the reference at the official tolerance
+    with every element matched, and against the same call with its TF32 products: output_keys close (within
+    one atol) but not bit for bit the same, output_queries (which phase 7 does not touch) identical."""
+    B, P, T, S, overrides = P7_FP16_CASES[case]
+    args = _inputs(task, B, P, T, S, False, random_norms=False)
+    refs = task.reference(*args)
+    results = {}
+    for f16 in (True, False):
+        cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, p7_tl_fp16=f16, **overrides)
+        outs = _poisoned_outputs(B, P, T, S)
+        plan = kernel.launch(args, outs, cfg)
+        _check(outs, refs, TOLERANCE)
+        results[f16] = outs
+    assert (plan.P7PARTS == 3) == (case == "split7-parts3")
+    (q16, k16), (q32, k32) = results[True], results[False]
+    assert torch.equal(q16, q32)
+    assert not torch.equal(k16, k32)
+    assert float((k16 - k32).abs().max()) < TOLERANCE.max_atol
+    assert _state_is_clean(kernel)
+
+
 def test_default_precision_long_prompt(task):
     """T = 11 (16 padded tokens per head, two t2i halves) with the default rounding, persistent."""
     B, P, T, S = 1, 2, 11, 33
@@ -514,6 +554,7 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("p4_chunks", -1),
         ("p4_gfirst", 3),
         ("p3_fp16", 1),
+        ("p7_tl_fp16", 1),
         ("prefetch_late", 5),
         ("prefetch_late", 1),
         ("tpk_min", 2),

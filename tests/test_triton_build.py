@@ -322,3 +322,22 @@ def test_077_gluon_attention_probe_builds_for_sm90a():
     for row in rows:
         assert 0 < row["shared"] <= SHARED_LIMIT[90], row
         assert row["registers"] is not None and row["registers"] <= REGISTER_LIMIT, row
+
+
+@pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
+def test_075_tl_phase7_fp16_builds(arch):
+    """The tl phase-7 launch with its fp16 products (`Config.p7_tl_fp16`, opt-in, so the solution's own recording
+    does not take it) builds for both architectures within the limits, for every TPK7 the recorded shapes take."""
+    launches = [
+        Launch(launch.module_file, launch.kernel, launch.args, {**launch.kwargs, "F16_7": True})
+        for launch in _launches("075", f"sm_{arch}a")
+        if launch.kernel == "_two_way_kernel" and launch.kwargs.get("PHASE") == 7
+    ]
+    tpks = {launch.kwargs["TPK7"] for launch in launches}  # sm_90a: the T = 4 shape takes the Gluon phase 7
+    assert tpks >= {8, 16} and (arch == 90 or 4 in tpks), tpks
+    builds = build_launches(launches, arch)
+    assert builds
+    for b in builds:
+        assert "error" not in b, b
+        assert b["shared"] <= SHARED_LIMIT[arch], b
+        assert b["registers"] is None or b["registers"] <= REGISTER_LIMIT, b

@@ -893,20 +893,31 @@ def _ph6_ln3_i2t_fold(
 def _i2t_half(
     xt, a, cb, jv, vb, vs, o,
     TPK: tl.constexpr, BS: tl.constexpr, RN: tl.constexpr, V3: tl.constexpr, RB: tl.constexpr,
+    F16: tl.constexpr = False,
 ):  # fmt: skip
-    """o + p @ VW for RB rows of [heads x TPK tokens]: scores, softmax over each head's tokens, values."""
-    s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [RB, BS]
+    """o + p @ VW for RB rows of [heads x TPK tokens]: scores, softmax over each head's tokens, values. F16
+    (`Config.p7_tl_fp16`): xt, a and vb arrive as fp16 and p is split into two fp16 parts (fp32 accumulation)."""
+    if F16:
+        s = tl.dot(a, xt) + cb[:, None]  # [RB, BS]
+    else:
+        s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [RB, BS]
     s = tl.where(jv[:, None], s, _NEG)
     s3 = tl.reshape(s, (RB // TPK, TPK, BS))  # softmax over the tokens of each head
     p3 = tl.exp2(s3 - tl.max(s3, 1)[:, None, :])
     p3 = p3 / tl.sum(p3, 1)[:, None, :]
     p = tl.reshape(p3, (RB, BS))
-    pb = _tf32_rn(p, RN)
-    ps = p - pb
-    if V3:  # VW's rounding residual
-        o = tl.dot(vs, pb, o, input_precision="tf32")
-    o = tl.dot(vb, ps, o, input_precision="tf32")
-    return tl.dot(vb, pb, o, input_precision="tf32")
+    if F16:  # p in (0, 1]: hi + lo carry about 22 bits; VW^T is TF32-rounded, so its fp16 copy is exact
+        pb16 = p.to(tl.float16)
+        o = tl.dot(vb, (p - pb16.to(tl.float32)).to(tl.float16), o)
+        o = tl.dot(vb, pb16, o)
+    else:  # (one return at the end: the compiler visits what follows a return inside a constexpr branch)
+        pb = _tf32_rn(p, RN)
+        ps = p - pb
+        if V3:  # VW's rounding residual
+            o = tl.dot(vs, pb, o, input_precision="tf32")
+        o = tl.dot(vb, ps, o, input_precision="tf32")
+        o = tl.dot(vb, pb, o, input_precision="tf32")
+    return o
 
 
 @triton.jit
@@ -928,9 +939,12 @@ def _ph7_i2t_pass(
     w, live, k_ptr, kp_ptr, a2, c2, vwb, vws, bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
     C: tl.constexpr, TPK: tl.constexpr, BS: tl.constexpr, PF_DIST: tl.constexpr, RN: tl.constexpr,
     V3: tl.constexpr, RK: tl.constexpr = 0, PARTS: tl.constexpr = 1, STAGES: tl.constexpr = 1,
+    F16: tl.constexpr = False,
 ):  # fmt: skip
     """Work item w: part w % PARTS of the tiles of chunk w // PARTS (PARTS > 1: phase 7 in its own launch);
-    STAGES > 1: the tile loads of the next tiles in flight (cp.async) during this tile's maths."""
+    STAGES > 1: the tile loads of the next tiles in flight (cp.async) during this tile's maths. F16
+    (`Config.p7_tl_fp16`): the two products take fp16 operands (A2 and VW^T converted once per chunk, x = k +
+    k_pe rounded to fp16 per tile), fp32 accumulation."""
     M8: tl.constexpr = 8 * TPK
     NH: tl.constexpr = (M8 + 63) // 64  # 64-row halves of the [8 heads x TPK] rows (2 when T > 8)
     RB: tl.constexpr = M8 // NH  # rows per half: 64, or 32 (TPK 4)
@@ -942,6 +956,9 @@ def _ph7_i2t_pass(
     jv0 = ((j0 % TPK) < T) & live
     if NH == 1:  # the operands stay in shared memory for the whole chunk
         a, cb, vb, vs = _i2t_operands(a2, c2, vwb, vws, item, j0, jv0, C, M8, V3)
+        if F16:
+            a = a.to(tl.float16)
+            vb = vb.to(tl.float16)
     bo_c = tl.load(bo + c, mask=live, other=0.0)
     lw = tl.load(ln4w + c, mask=live, other=0.0)
     lb = tl.load(ln4b + c, mask=live, other=0.0)
@@ -955,7 +972,11 @@ def _ph7_i2t_pass(
         tm = (tok < s1) & live
         off = (item * S + tok)[None, :] * C + c[:, None]  # [C, BS] transposed tile
         kt = tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg")
-        xt = _tf32_rn(kt + tl.load(kp_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg"), RN)
+        xt = kt + tl.load(kp_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".cg")
+        if F16:
+            xt = xt.to(tl.float16)
+        else:
+            xt = _tf32_rn(xt, RN)
         # [C, BS] residual + out bias, then p @ VW. RK: the residual tile is read again (L2) instead of
         # keeping kt live across the dots (1: before them, as their accumulator; 2: after them)
         if RK == 0:
@@ -965,13 +986,16 @@ def _ph7_i2t_pass(
         else:
             o = tl.zeros([C, BS], tl.float32)
         if NH == 1:
-            o = _i2t_half(xt, a, cb, jv0, vb, vs, o, TPK, BS, RN, V3, RB)
+            o = _i2t_half(xt, a, cb, jv0, vb, vs, o, TPK, BS, RN, V3, RB, F16)
         else:  # T > 8: the two halves' operands do not fit in shared memory together; re-read per tile
             for hf in tl.static_range(NH):
                 jh = hf * RB + j0
                 jvh = ((jh % TPK) < T) & live
                 ah, cbh, vbh, vsh = _i2t_operands(a2, c2, vwb, vws, item, jh, jvh, C, M8, V3)
-                o = _i2t_half(xt, ah, cbh, jvh, vbh, vsh, o, TPK, BS, RN, V3, RB)
+                if F16:
+                    ah = ah.to(tl.float16)
+                    vbh = vbh.to(tl.float16)
+                o = _i2t_half(xt, ah, cbh, jvh, vbh, vsh, o, TPK, BS, RN, V3, RB, F16)
         if RK == 2:
             o += tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".ca") + bo_c[:, None]
         mean = tl.sum(o, 0) / C
@@ -1003,7 +1027,7 @@ def _two_way_kernel(
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0, PF_LATE: tl.constexpr = 0,
-    F16_3: tl.constexpr = False,
+    F16_3: tl.constexpr = False, F16_7: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1105,7 +1129,7 @@ def _two_way_kernel(
             if pid == (G - 6) % G:
                 _ph7_i2t_pass(
                     0, False, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                    C, TPK7, BS2, PF_DIST, RN, V3, RK,
+                    C, TPK7, BS2, PF_DIST, RN, V3, RK, 1, 1, F16_7,
                 )  # fmt: skip
 
     if KP1 > 1:
@@ -1233,7 +1257,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph7_i2t_pass(
                 w, True, k_ptr, kp_ptr, a2, c2, vwb, vws, i_bo, ln4w, ln4b, out_k, T, S, n_ch, CH,
-                C, TPK7, BS2, PF_DIST, RN, V3, RK, P7PARTS, S7,
+                C, TPK7, BS2, PF_DIST, RN, V3, RK, P7PARTS, S7, F16_7,
             )  # fmt: skip
             _item_done(sync, 7, times, G, NMAX, 7, w, t0, False, INSTR)  # (phase 7 is not counted)
 
@@ -1840,6 +1864,12 @@ class Config:
     # two parts; |k + k_pe| must stay below 65504), at twice the tensor rate, with A2 and VW^T in half the shared
     # memory (ring slots up to 9 with TPK7 8, 11 with TPK7 4). Since session 23 (the geomean 3 % lower in tune.py)
     p7_gluon_fp16: bool = True
+    # the tl phase 7 (the workloads the Gluon launch does not take: one 64-token tile per program, T > 8, the
+    # B200, the CPU) with fp16 operands for its two products, fp32 accumulation: A2 and VW^T (stored TF32-rounded,
+    # so their fp16 copies are exact in fp16's normal range) converted once per chunk, x = k + k_pe rounded to
+    # fp16, p in two fp16 parts, as the Gluon twin does. Needs v_terms 2. Prepared in session 34 on the CPU (not
+    # yet measured on the H200: tune.py's `p7h`); off until then
+    p7_tl_fp16: bool = False
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
     # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
     # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
@@ -2073,9 +2103,11 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             "p7_gluon: expected () or (consumer registers, loader registers: 24..256, multiples of 8; ring slots "
             f"for TPK7 8 and 4: >= 3; copy groups in flight >= 1; fewest tiles per program >= 0), got {g7!r}"
         )
-    for field in ("p7_gluon_fp16", "p3_fp16"):
+    for field in ("p7_gluon_fp16", "p3_fp16", "p7_tl_fp16"):
         if not isinstance(getattr(cfg, field), bool):
             raise ValueError(f"{field}: expected True or False, got {getattr(cfg, field)!r}")
+    if cfg.p7_tl_fp16 and cfg.v_terms != 2:
+        raise ValueError(f"p7_tl_fp16: needs v_terms 2 (VW in one rounded part), got v_terms {cfg.v_terms}")
     if cfg.pre5 not in (0, 16, 32, 64):
         raise ValueError(f"pre5: expected 0 (never) or an MLP block width 16 / 32 / 64, got {cfg.pre5}")
     if cfg.tpk4_chunk < 0:
@@ -2309,6 +2341,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         KS1=_stages1(cfg, device, plan.TPK),
         ACC_T=cfg.acc_t,
         F16_3=cfg.p3_fp16,
+        F16_7=cfg.p7_tl_fp16,
         QS=cfg.qstages,
         CS=cfg.cstages,
         RK=cfg.reload_k,

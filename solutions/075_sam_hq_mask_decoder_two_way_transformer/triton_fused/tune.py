@@ -382,6 +382,11 @@ VARIANTS: dict[str, Config] = {
     # ... and for T 5..8 (TPK 8: 255 registers, 8 spills, 180 KB at 3 stages) 2 stages (s1x2t8). Session 34 also
     # re-ran pt0 above (no token prefetch) with phase 3 cheaper: still slower (NOTES.md)
     "s1x2t8": dataclasses.replace(BASE, stages1=2, stages1_tpk4=3),
+    # prepared in session 34, not yet run: the tl phase 7 (one-tile workloads #1-#3, #8, #10, #13-#15 on sm_90)
+    # with fp16 operands (p7h; sm_90a, local Triton 3.9, its own launch at T 5: stack 528 -> 56 B, shared memory
+    # 160 -> 80 KB, so two CTAs of 4 warps fit an SM), and with the T 5..8 launch in two parts per chunk (p7h2)
+    "p7h": dataclasses.replace(BASE, p7_tl_fp16=True),
+    "p7h2": dataclasses.replace(BASE, p7_tl_fp16=True, p7_launch_tpk8=(2, 4, 0, 32, 1)),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
