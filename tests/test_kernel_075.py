@@ -377,26 +377,31 @@ P3_FP16_CASES = {
 }
 
 
+def _fp16_and_tf32(task, case: tuple, field: str):
+    """Run case (B, P, T, S, Config overrides) with the Config flag `field` on and off, each checked against the
+    reference at the official tolerance with every element matched: (the last plan, fp16 outputs, TF32 ones)."""
+    B, P, T, S, overrides = case
+    args = _inputs(task, B, P, T, S, False, random_norms=False)
+    refs = task.reference(*args)
+    results = {}
+    for f16 in (True, False):
+        cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, **{field: f16}, **overrides)
+        outs = _poisoned_outputs(B, P, T, S)
+        plan = kernel.launch(args, outs, cfg)
+        _check(outs, refs, TOLERANCE)
+        results[f16] = outs
+    return plan, results[True], results[False]
+
+
 @pytest.mark.parametrize("case", list(P3_FP16_CASES))
 def test_phase3_fp16_operands(task, case):
     """Phase 3's fp16 products (the default, `p3_fp16`) against the reference at the official tolerance with
     every element matched, and against the same call with TF32 operands: close (the same 10-bit rounding) but
     not bit for bit the same, so the fp16 path is what ran."""
-    B, P, T, S, overrides = P3_FP16_CASES[case]
     assert kernel.DEFAULT_CONFIG.p3_fp16
-    args = _inputs(task, B, P, T, S, False, random_norms=False)
-    refs = task.reference(*args)
-    results = {}
-    for f16 in (True, False):
-        cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, p3_fp16=f16, **overrides)
-        outs = _poisoned_outputs(B, P, T, S)
-        plan = kernel.launch(args, outs, cfg)
-        _check(outs, refs, TOLERANCE)
-        results[f16] = outs
+    plan, (q16, k16), (q32, k32) = _fp16_and_tf32(task, P3_FP16_CASES[case], "p3_fp16")
     if case == "multi-tiles":
         assert plan.CH >= 4 * 16 and plan.n_ch > 1
-    q16, k16 = results[True]
-    q32, k32 = results[False]
     assert not torch.equal(q16, q32)  # output_queries depends on phase 3 (t2i), output_keys through it too
     # within one atol of each other: CI's CPU measured up to 0.61 atol on output_keys (multi-tiles), so half an
     # atol is too tight a bound for BLAS that differs between machines
@@ -427,18 +432,9 @@ def test_phase7_tl_fp16_operands(task, case):
     """The tl phase 7 with fp16 operands (`p7_tl_fp16`, opt-in) against the reference at the official tolerance
     with every element matched, and against the same call with its TF32 products: output_keys close (within
     one atol) but not bit for bit the same, output_queries (which phase 7 does not touch) identical."""
-    B, P, T, S, overrides = P7_FP16_CASES[case]
-    args = _inputs(task, B, P, T, S, False, random_norms=False)
-    refs = task.reference(*args)
-    results = {}
-    for f16 in (True, False):
-        cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, p7_tl_fp16=f16, **overrides)
-        outs = _poisoned_outputs(B, P, T, S)
-        plan = kernel.launch(args, outs, cfg)
-        _check(outs, refs, TOLERANCE)
-        results[f16] = outs
+    assert not kernel.DEFAULT_CONFIG.p7_tl_fp16
+    plan, (q16, k16), (q32, k32) = _fp16_and_tf32(task, P7_FP16_CASES[case], "p7_tl_fp16")
     assert (plan.P7PARTS == 3) == (case == "split7-parts3")
-    (q16, k16), (q32, k32) = results[True], results[False]
     assert torch.equal(q16, q32)
     assert not torch.equal(k16, k32)
     assert float((k16 - k32).abs().max()) < TOLERANCE.max_atol

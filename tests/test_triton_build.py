@@ -64,17 +64,21 @@ def _launches(task_id: str, arch: str = "sm_90a"):
     return launches
 
 
-@pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
-@pytest.mark.parametrize("task_id", list(SHAPES))
-def test_triton_solution_builds(task_id, arch):
-    launches = _launches(task_id, f"sm_{arch}a")
-    assert launches, "the solution launched no kernel"
-    builds = build_launches(launches, arch)
+def _assert_builds(builds: list, arch: int) -> None:
+    """Every build succeeded within the architecture's shared-memory and register limits."""
     assert builds
     for b in builds:
         assert "error" not in b, b
         assert b["shared"] <= SHARED_LIMIT[arch], b
         assert b["registers"] is None or b["registers"] <= REGISTER_LIMIT, b
+
+
+@pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("task_id", list(SHAPES))
+def test_triton_solution_builds(task_id, arch):
+    launches = _launches(task_id, f"sm_{arch}a")
+    assert launches, "the solution launched no kernel"
+    _assert_builds(build_launches(launches, arch), arch)
 
 
 def test_077_builds_carry_the_gpu_launch_constexprs():
@@ -335,9 +339,4 @@ def test_075_tl_phase7_fp16_builds(arch):
     ]
     tpks = {launch.kwargs["TPK7"] for launch in launches}  # sm_90a: the T = 4 shape takes the Gluon phase 7
     assert tpks >= {8, 16} and (arch == 90 or 4 in tpks), tpks
-    builds = build_launches(launches, arch)
-    assert builds
-    for b in builds:
-        assert "error" not in b, b
-        assert b["shared"] <= SHARED_LIMIT[arch], b
-        assert b["registers"] is None or b["registers"] <= REGISTER_LIMIT, b
+    _assert_builds(build_launches(launches, arch), arch)
