@@ -460,7 +460,7 @@ def _items(workload) -> tuple[int, int, int]:
 def test_plans_for_official_workloads(task):
     """Chunking on a 132-SM H200: every key token covered once, no more t2i work items than programs."""
     cfg = kernel.DEFAULT_CONFIG
-    short = []
+    long4 = []
     for w in task.workloads:
         NI, T, S = _items(w)
         plan = kernel.make_plan(NI, T, S, cfg, 132)
@@ -472,9 +472,9 @@ def test_plans_for_official_workloads(task):
         assert plan.TPK7 == (4 if T <= 4 else 8)
         assert max(plan.work.values()) <= 4 * 132
         if T <= 4 and plan.CH > cfg.tpk4_chunk:
-            short.append((NI, T, S))
+            long4.append((NI, T, S))
     # long chunks on 32 rows too (which tpk_min 8 would put on 64): the T = 4 workloads of four items and more
-    assert short and all(NI >= 4 for NI, _, _ in short)
+    assert long4 and all(NI >= 4 for NI, _, _ in long4)
 
 
 def test_ksplit_fit_rule(task):

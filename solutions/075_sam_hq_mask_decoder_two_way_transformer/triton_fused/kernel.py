@@ -921,8 +921,11 @@ def _i2t_half(
 
 
 @triton.jit
-def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constexpr, V3: tl.constexpr):
-    """A2 rows j [RB, C], c2, and VW^T columns j [C, RB] (TF32 part, and the rest if V3) of one item."""
+def _i2t_operands(
+    a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constexpr, V3: tl.constexpr, F16: tl.constexpr = False
+):  # fmt: skip
+    """A2 rows j [RB, C], c2, and VW^T columns j [C, RB] (TF32 part, and the rest if V3) of one item; F16: A2 and
+    VW^T as fp16 (`Config.p7_tl_fp16`)."""
     c = tl.arange(0, C)
     a = tl.load(a2 + (item * M8 + j)[:, None] * C + c[None, :], mask=jv[:, None], other=0.0)
     cb = tl.load(c2 + item * M8 + j, mask=jv, other=0.0)
@@ -931,6 +934,9 @@ def _i2t_operands(a2, c2, vwb, vws, item, j, jv, C: tl.constexpr, M8: tl.constex
     vs = vb  # (unused unless V3)
     if V3:
         vs = tl.load(vws + vt, mask=jv[None, :], other=0.0)
+    if F16:
+        a = a.to(tl.float16)
+        vb = vb.to(tl.float16)
     return a, cb, vb, vs
 
 
@@ -955,10 +961,7 @@ def _ph7_i2t_pass(
     j0 = tl.arange(0, RB)
     jv0 = ((j0 % TPK) < T) & live
     if NH == 1:  # the operands stay in shared memory for the whole chunk
-        a, cb, vb, vs = _i2t_operands(a2, c2, vwb, vws, item, j0, jv0, C, M8, V3)
-        if F16:
-            a = a.to(tl.float16)
-            vb = vb.to(tl.float16)
+        a, cb, vb, vs = _i2t_operands(a2, c2, vwb, vws, item, j0, jv0, C, M8, V3, F16)
     bo_c = tl.load(bo + c, mask=live, other=0.0)
     lw = tl.load(ln4w + c, mask=live, other=0.0)
     lb = tl.load(ln4b + c, mask=live, other=0.0)
@@ -991,10 +994,7 @@ def _ph7_i2t_pass(
             for hf in tl.static_range(NH):
                 jh = hf * RB + j0
                 jvh = ((jh % TPK) < T) & live
-                ah, cbh, vbh, vsh = _i2t_operands(a2, c2, vwb, vws, item, jh, jvh, C, M8, V3)
-                if F16:
-                    ah = ah.to(tl.float16)
-                    vbh = vbh.to(tl.float16)
+                ah, cbh, vbh, vsh = _i2t_operands(a2, c2, vwb, vws, item, jh, jvh, C, M8, V3, F16)
                 o = _i2t_half(xt, ah, cbh, jvh, vbh, vsh, o, TPK, BS, RN, V3, RB, F16)
         if RK == 2:
             o += tl.load(k_ptr + off, mask=tm[None, :], other=0.0, cache_modifier=".ca") + bo_c[:, None]
