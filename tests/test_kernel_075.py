@@ -377,20 +377,21 @@ P3_FP16_CASES = {
 }
 
 
-def _fp16_and_tf32(task, case: tuple, field: str):
-    """Run case (B, P, T, S, Config overrides) with the Config flag `field` on and off, each checked against the
-    reference at the official tolerance with every element matched: (the last plan, fp16 outputs, TF32 ones)."""
+def _fp16_and_tf32(task, case: tuple, field: str, on=True, off=False):
+    """Run case (B, P, T, S, Config overrides) with the Config field `field` on and off (values `on`, `off`), each
+    checked against the reference at the official tolerance with every element matched: (the plan with it on,
+    fp16 outputs, TF32 ones)."""
     B, P, T, S, overrides = case
     args = _inputs(task, B, P, T, S, False, random_norms=False)
     refs = task.reference(*args)
     results = {}
-    for f16 in (True, False):
-        cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, **{field: f16}, **overrides)
+    for value in (on, off):
+        cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, **{field: value}, **overrides)
         outs = _poisoned_outputs(B, P, T, S)
         plan = kernel.launch(args, outs, cfg)
         _check(outs, refs, TOLERANCE)
-        results[f16] = outs
-    return plan, results[True], results[False]
+        results[value] = (plan, outs)
+    return results[on][0], results[on][1], results[off][1]
 
 
 @pytest.mark.parametrize("case", list(P3_FP16_CASES))
@@ -411,34 +412,44 @@ def test_phase3_fp16_operands(task, case):
 
 
 P7_FP16_CASES = {
-    # id: (B, P, T, S, Config overrides): the tl phase 7 inside the persistent kernel with TPK7 4; its own
-    # launch in three parts; T 5..8 (TPK7 8) with a 64-token tile, multi; T > 8 (two 64-row halves re-read per
-    # tile), multi
-    "persistent-T3": (1, 2, 3, 70, dict(grid=1, hb=512)),
-    "split7-parts3": (
-        1,
-        2,
-        4,
-        130,
-        dict(grid=1, hb=512, bs2=32, split7=1, split7_tiles4=2, p7_launch_long4=(3, 4, 0, 32, 1)),
-    ),  # fmt: skip
-    "multi-T6-tile64": (2, 1, 6, 90, dict(mode="multi", grid=40, hb=512, bs2=64)),
-    "multi-T11": (1, 1, 11, 50, dict(mode="multi", grid=40, hb=512)),
+    # id: (B, P, T, S, Config overrides): phase 7's own launch (split7, what the CPU path takes) with TPK7 4; in
+    # three parts; T 5..8 (TPK7 8); T > 8 (two 64-row halves re-read per tile); a 128-token tile
+    "T3": (1, 2, 3, 70, dict(grid=1, hb=512)),
+    "T4-parts3": (1, 2, 4, 130, dict(grid=1, hb=512, p7_launch_fp16=(3, 4, 0, 64, 1))),
+    "T6": (2, 1, 6, 90, dict(grid=1, hb=512)),
+    "T11": (1, 1, 11, 50, dict(grid=1, hb=512)),
+    "T8-tile128": (1, 1, 8, 150, dict(grid=1, hb=512, p7_launch_fp16=(1, 4, 0, 128, 1))),
 }
 
 
 @pytest.mark.parametrize("case", list(P7_FP16_CASES))
 def test_phase7_tl_fp16_operands(task, case):
-    """The tl phase 7 with fp16 operands (`p7_tl_fp16`, opt-in) against the reference at the official tolerance
-    with every element matched, and against the same call with its TF32 products: output_keys close (within
-    one atol) but not bit for bit the same, output_queries (which phase 7 does not touch) identical."""
-    assert not kernel.DEFAULT_CONFIG.p7_tl_fp16
-    plan, (q16, k16), (q32, k32) = _fp16_and_tf32(task, P7_FP16_CASES[case], "p7_tl_fp16")
-    assert (plan.P7PARTS == 3) == (case == "split7-parts3")
+    """The tl phase 7 with fp16 operands (`p7_tl_fp16`: chunks of at least that many tokens) against the
+    reference at the official tolerance with every element matched, and against the same call with its TF32
+    products: output_keys close (within one atol) but not bit for bit the same, output_queries (which phase 7
+    does not touch) identical; the launch is `p7_launch_fp16`."""
+    B, P, T, S, overrides = P7_FP16_CASES[case]
+    plan, (q16, k16), (q32, k32) = _fp16_and_tf32(task, P7_FP16_CASES[case], "p7_tl_fp16", min(S, 64), 0)
+    assert plan.P7F16
+    launch = overrides.get("p7_launch_fp16", kernel.DEFAULT_CONFIG.p7_launch_fp16)
+    assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == launch
     assert torch.equal(q16, q32)
     assert not torch.equal(k16, k32)
     assert float((k16 - k32).abs().max()) < TOLERANCE.max_atol
     assert _state_is_clean(kernel)
+
+
+def test_phase7_tl_fp16_below_threshold(task):
+    """Chunks shorter than `p7_tl_fp16` keep the TF32 launch: the same outputs bit for bit as with it off."""
+    B, P, T, S = 1, 2, 5, 70
+    plan, (q16, k16), (q32, k32) = _fp16_and_tf32(
+        task, (B, P, T, S, dict(grid=1, hb=512)), "p7_tl_fp16", S + 1, 0
+    )
+    assert not plan.P7F16
+    assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == (
+        kernel.DEFAULT_CONFIG.p7_launch_tpk8
+    )
+    assert torch.equal(q16, q32) and torch.equal(k16, k32)
 
 
 def test_default_precision_long_prompt(task):
@@ -550,7 +561,9 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("p4_chunks", -1),
         ("p4_gfirst", 3),
         ("p3_fp16", 1),
-        ("p7_tl_fp16", 1),
+        ("p7_tl_fp16", True),
+        ("p7_tl_fp16", -1),
+        ("p7_launch_fp16", (1, 8, 0, 32, 1)),
         ("prefetch_late", 5),
         ("prefetch_late", 1),
         ("tpk_min", 2),

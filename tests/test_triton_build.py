@@ -330,10 +330,15 @@ def test_077_gluon_attention_probe_builds_for_sm90a():
 
 @pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
 def test_075_tl_phase7_fp16_builds(arch):
-    """The tl phase-7 launch with its fp16 products (`Config.p7_tl_fp16`, opt-in, so the solution's own recording
-    does not take it) builds for both architectures within the limits, for every TPK7 the recorded shapes take."""
+    """The tl phase-7 launch with its fp16 products as `Config.p7_launch_fp16` sets it up (tile, warps; the
+    recorded shapes do not all take it) builds for both architectures within the limits, for every TPK7 the
+    recorded shapes take."""
+    (folder,) = (PROJECT_ROOT / "solutions").glob("075_*/triton_fused")
+    config = load_module(folder / "kernel.py", "_build_test075_fp16").DEFAULT_CONFIG
+    parts, warps, _, tile, stages = config.p7_launch_fp16
+    fp16 = {"F16_7": True, "BS2": tile, "num_warps": warps, "P7PARTS": parts, "S7": stages}
     launches = [
-        Launch(launch.module_file, launch.kernel, launch.args, {**launch.kwargs, "F16_7": True})
+        Launch(launch.module_file, launch.kernel, launch.args, {**launch.kwargs, **fp16})
         for launch in _launches("075", f"sm_{arch}a")
         if launch.kernel == "_two_way_kernel" and launch.kwargs.get("PHASE") == 7
     ]

@@ -1864,12 +1864,18 @@ class Config:
     # two parts; |k + k_pe| must stay below 65504), at twice the tensor rate, with A2 and VW^T in half the shared
     # memory (ring slots up to 9 with TPK7 8, 11 with TPK7 4). Since session 23 (the geomean 3 % lower in tune.py)
     p7_gluon_fp16: bool = True
-    # the tl phase 7 (the workloads the Gluon launch does not take: one 64-token tile per program, T > 8, the
-    # B200, the CPU) with fp16 operands for its two products, fp32 accumulation: A2 and VW^T (stored TF32-rounded,
-    # so their fp16 copies are exact in fp16's normal range) converted once per chunk, x = k + k_pe rounded to
-    # fp16, p in two fp16 parts, as the Gluon twin does. Needs v_terms 2. Prepared in session 34 on the CPU (not
-    # yet measured on the H200: tune.py's `p7h`); off until then
-    p7_tl_fp16: bool = False
+    # the tl phase-7 launch (the split7 launch the Gluon one does not replace: chunks under two 64-token tiles,
+    # T > 8, the B200, the CPU) with fp16 operands for its two products, fp32 accumulation, where its key chunks
+    # have at least this many tokens (0: never): A2 and VW^T (stored TF32-rounded, so their fp16 copies are exact
+    # in fp16's normal range) converted once per chunk, x = k + k_pe rounded to fp16, p in two fp16 parts, as the
+    # Gluon twin does; launched as `p7_launch_fp16`. Needs v_terms 2. Session 35 (H200, tune.py): with 32-token
+    # tiles (p7h) the T 5..8 launch read shared memory out of bounds (Triton 3.6, compute-sanitizer: the fp16 p
+    # operand of a 32-token tile has 64-byte rows, like TF32's 16-token tiles, bs2 16); with 64-token tiles in 8
+    # warps (p7h64) 3.5 us faster where chunks have 64 tokens (#1, #2, #15: 84.2 -> 80.7, 80.0 -> 76.4, 78.1 ->
+    # 74.5 us), 1.2-3.5 us slower where they have 32 (#8, #10, #13, #14: half of each tile padding)
+    p7_tl_fp16: int = 0
+    # (parts, warps, register cap, tile tokens >= 64, stages) of that launch, as `p7_launch`
+    p7_launch_fp16: tuple = (1, 8, 0, 64, 1)
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
     # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
     # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
@@ -1975,6 +1981,7 @@ class Plan:
     P7MAXNREG: int = 0  # ... and at most this many registers per thread (0: no cap)
     P7BS: int = 0  # ... key tiles of this many tokens
     P7STAGES: int = 0  # ... in a cp.async pipeline of this many stages (1: plain loads)
+    P7F16: bool = False  # ... with fp16 operands (Config.p7_tl_fp16)
 
     @property
     def work(self) -> dict[int, int]:
@@ -2073,7 +2080,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             )
     if cfg.split7 < 0 or cfg.split7_tiles4 < 0:
         raise ValueError(f"split7, split7_tiles4: expected >= 0, got {cfg.split7}, {cfg.split7_tiles4}")
-    for name in ("p7_launch", "p7_launch_long4", "p7_launch_tpk8"):
+    for name in ("p7_launch", "p7_launch_long4", "p7_launch_tpk8", "p7_launch_fp16"):
         value = getattr(cfg, name)
         parts, warps, maxnreg, bs, stages = (
             value if isinstance(value, (tuple, list)) and len(value) == 5 else (0,) * 5
@@ -2103,11 +2110,20 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             "p7_gluon: expected () or (consumer registers, loader registers: 24..256, multiples of 8; ring slots "
             f"for TPK7 8 and 4: >= 3; copy groups in flight >= 1; fewest tiles per program >= 0), got {g7!r}"
         )
-    for field in ("p7_gluon_fp16", "p3_fp16", "p7_tl_fp16"):
+    for field in ("p7_gluon_fp16", "p3_fp16"):
         if not isinstance(getattr(cfg, field), bool):
             raise ValueError(f"{field}: expected True or False, got {getattr(cfg, field)!r}")
+    if isinstance(cfg.p7_tl_fp16, bool) or not isinstance(cfg.p7_tl_fp16, int) or cfg.p7_tl_fp16 < 0:
+        raise ValueError(
+            f"p7_tl_fp16: expected the fewest chunk tokens >= 0 (0: never), got {cfg.p7_tl_fp16!r}"
+        )
     if cfg.p7_tl_fp16 and cfg.v_terms != 2:
         raise ValueError(f"p7_tl_fp16: needs v_terms 2 (VW in one rounded part), got v_terms {cfg.v_terms}")
+    if cfg.p7_launch_fp16[3] < 64:
+        raise ValueError(
+            f"p7_launch_fp16: expected a tile of 64 or 128 tokens (32-token fp16 tiles read shared memory out of "
+            f"bounds on the H200, Triton 3.6), got {cfg.p7_launch_fp16[3]}"
+        )
     if cfg.pre5 not in (0, 16, 32, 64):
         raise ValueError(f"pre5: expected 0 (never) or an MLP block width 16 / 32 / 64, got {cfg.pre5}")
     if cfg.tpk4_chunk < 0:
@@ -2145,13 +2161,16 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             hb *= 2
     grid = launched if cfg.mode == "persistent" else 0
     TPK7 = max(cfg.tpk7_min, _next_pow2(T))
-    p7 = (0, 0, 0, 0, 0)
+    p7, f16_7 = (0, 0, 0, 0, 0), False
     if cfg.mode == "persistent" and 0 < cfg.split7 <= NI * S:
+        f16_7 = 0 < cfg.p7_tl_fp16 <= min(ch, S)
         long4 = TPK7 == 4 and -(-ch // cfg.bs2) >= cfg.split7_tiles4
         p7 = cfg.p7_launch_long4 if long4 else (cfg.p7_launch_tpk8 if TPK7 == 8 else cfg.p7_launch)
+        if f16_7:
+            p7 = cfg.p7_launch_fp16
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cp, cp1, grid,
-        kp1, kp6, nsp4, TPK7, *p7,
+        kp1, kp6, nsp4, TPK7, *p7, f16_7,
     )  # fmt: skip
 
 
@@ -2341,7 +2360,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         KS1=_stages1(cfg, device, plan.TPK),
         ACC_T=cfg.acc_t,
         F16_3=cfg.p3_fp16,
-        F16_7=cfg.p7_tl_fp16,
+        F16_7=False,  # (fp16 operands only in phase 7's own launch, Plan.P7F16)
         QS=cfg.qstages,
         CS=cfg.cstages,
         RK=cfg.reload_k,
@@ -2363,8 +2382,9 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     args = [*tensors, out_q, out_k, accs, *views, sync, times, *scalars]
     if cfg.mode == "persistent" and plan.P7PARTS:  # phases 1-6, then phase 7 in its own launch
         meta7 = dict(
-            meta, INSTR=False, num_warps=plan.P7WARPS, P7PARTS=plan.P7PARTS, BS2=plan.P7BS, S7=plan.P7STAGES
-        )
+            meta, INSTR=False, num_warps=plan.P7WARPS, P7PARTS=plan.P7PARTS, BS2=plan.P7BS, S7=plan.P7STAGES,
+            F16_7=plan.P7F16,
+        )  # fmt: skip
         if plan.P7MAXNREG:
             meta7["maxnreg"] = plan.P7MAXNREG
         meta1 = dict(meta, PHASE=0, SPLIT7=True)

@@ -382,11 +382,12 @@ VARIANTS: dict[str, Config] = {
     # ... and for T 5..8 (TPK 8: 255 registers, 8 spills, 180 KB at 3 stages) 2 stages (s1x2t8). Session 34 also
     # re-ran pt0 above (no token prefetch) with phase 3 cheaper: still slower (NOTES.md)
     "s1x2t8": dataclasses.replace(BASE, stages1=2, stages1_tpk4=3),
-    # prepared in session 34, not yet run: the tl phase 7 (one-tile workloads #1-#3, #8, #10, #13-#15 on sm_90)
-    # with fp16 operands (p7h; sm_90a, local Triton 3.9, its own launch at T 5: stack 528 -> 56 B, shared memory
-    # 160 -> 80 KB, so two CTAs of 4 warps fit an SM), and with the T 5..8 launch in two parts per chunk (p7h2)
-    "p7h": dataclasses.replace(BASE, p7_tl_fp16=True),
-    "p7h2": dataclasses.replace(BASE, p7_tl_fp16=True, p7_launch_tpk8=(2, 4, 0, 32, 1)),
+    # session 34's tl phase 7 with fp16 operands (p7h: 32-token tiles; p7h2: the T 5..8 launch in two parts) read
+    # shared memory out of bounds on the H200 at T 5..8 (Triton 3.6; session 35, NOTES.md): removed. Session 35:
+    # with 64-token tiles where the launch's chunks have 64 tokens or more, 8 warps (p7h64) or 4 (p7h64a); the
+    # first sweep ran them on every tl phase-7 launch (then a bool and three launch tuples)
+    "p7h64": dataclasses.replace(BASE, p7_tl_fp16=64),
+    "p7h64a": dataclasses.replace(BASE, p7_tl_fp16=64, p7_launch_fp16=(1, 4, 0, 64, 1)),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
