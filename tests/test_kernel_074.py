@@ -101,6 +101,7 @@ def _big(kernel, **changes):
     return dataclasses.replace(base, **changes)
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 def test_entry_point_default_config(solution, kernel):
     """The shipped table (fp16 operands) through `run` (DPS, definition order), M = 3."""
     assert solution.spec.precision == "fp16-operands"
@@ -182,6 +183,7 @@ CASES = {
 }
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.parametrize("case", list(CASES))
 def test_any_m(kernel, case):
     (batch, points), changes = CASES[case]
@@ -311,6 +313,7 @@ def _check_on_gpu(solution, task, workload, tolerance, label: str) -> None:
         assert stats.passed, f"{label} {name}: {stats.report()}"
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.gpu
 def test_official_workloads_gpu(solution):
     """Every official workload, one fresh round each, official tolerance (fp16 operands vs the fp32 reference)."""
@@ -320,6 +323,7 @@ def test_official_workloads_gpu(solution):
         _check_on_gpu(solution, task, workload, workload.tolerance, workload.uuid[:8])
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.gpu
 @pytest.mark.parametrize("m", [1, 5, 96, 97, 192, 193, 385, 1000, 2048])
 def test_odd_sizes_gpu(solution, m):

@@ -28,7 +28,9 @@ SOLUTION_DIR = (
     / "solutions/075_sam_hq_mask_decoder_two_way_transformer/triton_fused"
 )
 TOLERANCE = ToleranceSpec(max_atol=0.0016, max_rtol=1e-5)  # the tightest official 075 tolerance
-EXACT = dict(tf32_rn=False, p3_fp16=False)  # no operand rounding: the interpreter's dots are then exact fp32
+EXACT = dict(
+    tf32_rn=False, p3_fp16=False, p7_tl_fp16=0
+)  # no operand rounding: the interpreter's dots are then exact fp32
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # the interpreter on CPU-only machines (conftest)
 
 kernel = load_module(SOLUTION_DIR / "kernel.py", "_test075_kernel")
@@ -79,6 +81,16 @@ def _state_is_clean(module) -> bool:
     return bool(bufs) and all(float(b.abs().sum()) == 0 for b in bufs)
 
 
+def test_poisoned_workspaces_fill_what_torch_empty_allocates(poisoned_workspaces):
+    """The fixture (conftest.py) the kernel tests run under: what torch.empty / empty_like hand out is poisoned,
+    what torch.zeros hands out is not."""
+    assert torch.empty(5).isnan().all() and torch.empty(2, 3, dtype=torch.float16).isnan().all()
+    assert torch.empty_like(torch.zeros(3)).isnan().all()
+    assert (torch.empty(4, dtype=torch.int32) == -1).all()
+    assert (torch.zeros(3) == 0).all()
+
+
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.parametrize("random_norms", [False, True])
 def test_entry_point_default_config(task, random_norms):
     """`run` as the evaluator calls it (persistent kernel, default precision emulated), called twice.
@@ -318,6 +330,7 @@ CASES = {
 }
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.parametrize("case", list(CASES))
 def test_decompositions_exact(task, case):
     """Exact fp32 dots (the interpreter without operand rounding): the algebra must match to rounding noise."""
@@ -422,6 +435,7 @@ P7_FP16_CASES = {
 }
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.parametrize("case", list(P7_FP16_CASES))
 def test_phase7_tl_fp16_operands(task, case):
     """The tl phase 7 with fp16 operands (`p7_tl_fp16`: chunks of at least that many tokens) against the
@@ -614,8 +628,8 @@ def test_phase3_stages_by_tpk(monkeypatch):
 def test_split7_rule():
     """Phase 7 gets its own launch from `split7` key tokens, with `p7_launch_long4` for T <= 4 where chunks
     have `split7_tiles4` tiles or more, `p7_launch_tpk8` for T 5..8 and `p7_launch` otherwise; never in multi
-    mode."""
-    cfg = kernel.DEFAULT_CONFIG
+    mode. With `p7_tl_fp16` (64 by default) chunks of 64 tokens or more take `p7_launch_fp16` instead (below)."""
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, p7_tl_fp16=0)
     assert (cfg.split7, cfg.split7_tiles4) == (1, 4)
     assert (cfg.p7_launch, cfg.p7_launch_long4) == ((1, 8, 0, 32, 1), (2, 4, 0, 32, 1))
     assert cfg.p7_launch_tpk8 == (1, 4, 0, 32, 1)
@@ -641,6 +655,15 @@ def test_split7_rule():
         64,
         (3, 8, 128, 64, 2),
     )
+    # the default: fp16 operands in 64-token tiles from 64-token chunks (#3, #11, #12 here), TF32 below (#14)
+    fp16 = dataclasses.replace(cfg, p7_tl_fp16=kernel.DEFAULT_CONFIG.p7_tl_fp16)
+    assert fp16 == kernel.DEFAULT_CONFIG and fp16.p7_tl_fp16 == 64 and fp16.p7_launch_fp16 == (1, 8, 0, 64, 1)
+    for NI, T, S, ch, f16 in ((2, 4, 4096, 64, True), (16, 4, 4096, 512, True), (4, 6, 4096, 128, True),
+                              (1, 4, 4096, 32, False), (2, 5, 1024, 32, False)):  # fmt: skip
+        plan = kernel.make_plan(NI, T, S, fp16, 132)
+        launch = (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES)
+        assert (plan.CH, plan.P7F16) == (ch, f16), (NI, T, S)
+        assert (launch == fp16.p7_launch_fp16) == f16, (NI, T, S, launch)
 
 
 def test_direct_runner_parameters_and_cache(monkeypatch):
@@ -754,6 +777,7 @@ def test_contraction_splits_add_phases_1a_and_6a():
         assert all(split.work[k] == plan.work[k] for k in range(1, 8))
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.gpu
 def test_official_workloads_gpu(task):
     """All 16 official workloads on the GPU with the default (shipped) configuration."""
@@ -772,6 +796,7 @@ def test_official_workloads_gpu(task):
             assert stats.passed, f"{w.uuid[:8]} {a} {name}: {stats.report()}"
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(1, 5, 3, 1000, True), (1, 1, 16, 4097, False), (2, 3, 1, 777, True)])
 def test_odd_shapes_gpu(task, shape):
@@ -897,6 +922,7 @@ for fn, layout, ring in ((mod._i2t_gluon_kernel, "S4_L", (10, 6)), (mod._i2t_glu
         assert row["registers"] is not None and row["registers"] <= REGISTER_LIMIT, row
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.gpu
 @pytest.mark.parametrize("fp16", [False, True], ids=["tf32", "fp16"])
 @pytest.mark.parametrize(

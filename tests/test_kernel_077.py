@@ -109,6 +109,7 @@ def _check_block(
         assert stats.max_absolute_error < 1e-3, stats.report()
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.parametrize("precision", ["fp16", "tf32"])
 def test_one_window_default_configs(precision):
     _check_block(precision, 1, 5, 9)  # smaller than one window: mostly padding
@@ -123,6 +124,7 @@ def test_one_window_fallback_path(monkeypatch):
     _check_block("fp16", 1, 5, 9, mlp2_gemm="triton")
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.parametrize(
     ("path", "mlp_split", "expect"),
     [("new", "never", (2, 2)), ("fallback", "never", (2, 2)), ("new", "always", (4, 6))],
@@ -498,6 +500,7 @@ def test_window_attention_bias_modes(cfg, shape):
     assert err < bound, f"max |err| {err:.2e}"
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.gpu
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 @pytest.mark.parametrize(
@@ -555,6 +558,7 @@ def _chunk_attention_outputs(monkeypatch, batch, height, width, band0, n_bands, 
     return outs
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.gpu
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 @CHUNKS

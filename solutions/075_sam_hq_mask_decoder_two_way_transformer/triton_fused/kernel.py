@@ -1348,54 +1348,68 @@ if gluon is not None:
             _gl_bar.arrive(turn.index((g // 8) % 2))
 
     @gluon.jit
-    def _g7_operands16(a2_ptr, vw_ptr, a2_smem, vw_smem, item, M8: gl.constexpr):
+    def _g7_vw(vw_ptr, vw_smem, item, T, M8: gl.constexpr, TPK: gl.constexpr, OP: gl.constexpr):
+        """VW^T [256, M8] of the item into shared memory as OP (fp32 or fp16: exact, phase 6 stores it
+        TF32-rounded), its padded columns (t >= T of a head's TPK: see _g7_loader) zeros. Loaded whole and then
+        selected: a mask along the contiguous columns would split the 16-byte loads. With M8 32 the layout's 64
+        columns wrap (each element loaded twice)."""
+        lv: gl.constexpr = gl.BlockedLayout([1, 4], [2, 16], [4, 1], [1, 0])
+        kv = gl.arange(0, M8, layout=gl.SliceLayout(0, lv))
+        cv = gl.arange(0, 64, layout=gl.SliceLayout(1, lv))
+        keep = ((kv % TPK) < T)[None, :]
+        for b in gl.static_range(4):  # 64 channels at a time
+            v = gl.load(vw_ptr + (item * 256 + b * 64 + cv)[:, None] * M8 + kv[None, :])
+            vw_smem.slice(b * 64, 64).store(gl.where(keep, v, 0.0).to(OP))
+
+    @gluon.jit
+    def _g7_operands16(a2_ptr, vw_ptr, a2_smem, vw_smem, item, T, M8: gl.constexpr, TPK: gl.constexpr):
         """A2 (8 pieces [M8, 32]) and VW^T [256, M8] of the item as fp16, in natural row order: both are stored
-        TF32-rounded by phase 6, so the fp16 copies are exact inside fp16's normal range."""
+        TF32-rounded by phase 6, so the fp16 copies are exact inside fp16's normal range. Padded rows are
+        zeros (see _g7_loader)."""
         lay: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
         ra = gl.arange(0, M8, layout=gl.SliceLayout(1, lay))
         ca = gl.arange(0, 32, layout=gl.SliceLayout(0, lay))
         for q in gl.static_range(8):
-            a = gl.load(a2_ptr + (item * M8 + ra)[:, None] * 256 + (q * 32 + ca)[None, :])
+            a = gl.load(
+                a2_ptr + (item * M8 + ra)[:, None] * 256 + (q * 32 + ca)[None, :],
+                mask=((ra % TPK) < T)[:, None], other=0.0,
+            )  # fmt: skip
             a2_smem.index(q).store(a.to(gl.float16))
-        lv: gl.constexpr = gl.BlockedLayout([1, 4], [2, 16], [4, 1], [1, 0])
-        kv = gl.arange(0, M8, layout=gl.SliceLayout(0, lv))
-        cv = gl.arange(0, 64, layout=gl.SliceLayout(1, lv))
-        for b in gl.static_range(4):  # 64 channels at a time
-            v = gl.load(vw_ptr + (item * 256 + b * 64 + cv)[:, None] * M8 + kv[None, :])
-            vw_smem.slice(b * 64, 64).store(v.to(gl.float16))
+        _g7_vw(vw_ptr, vw_smem, item, T, M8, TPK, gl.float16)
         _gl_fence()  # each thread's stores, before the first signal's barrier and arrive (the wgmma reads them)
 
     @gluon.jit
     def _g7_loader(
-        k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, S, CH,
-        M8: gl.constexpr, NS: gl.constexpr, LAG: gl.constexpr, PDL: gl.constexpr, F16: gl.constexpr = False,
+        k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, T, S, CH,
+        M8: gl.constexpr, TPK: gl.constexpr, NS: gl.constexpr, LAG: gl.constexpr, PDL: gl.constexpr,
+        F16: gl.constexpr = False,
     ):  # fmt: skip
         """4 warps: the item's A2 and VW^T into shared memory once, then every tile's k and k_pe rows, piece by
         piece (32 channels), into the ring of NS slots, LAG copy groups in flight before a group is signalled.
-        F16: A2 and VW^T as fp16 copies, in natural row order, through registers (_g7_operands16)."""
+        F16: A2 and VW^T as fp16 copies, in natural row order, through registers (_g7_operands16).
+
+        A head's rows t >= T (padding up to TPK) are never written by phase 6: the workspace holds whatever the
+        allocator left there, NaN included (session 36: all of output_keys NaN). They arrive as zeros (A2's by
+        a masked cp.async, which fills zeros; VW^T's selected, _g7_vw), so a padded score column is c2's -1e30
+        and its VW^T column adds 0."""
         item, s0, s1, n_t = _g7_chunk(S, CH)
         _g7_gdc_wait(PDL)
         lay: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])  # [rows, 32 channels]
         ca = gl.arange(0, 32, layout=gl.SliceLayout(0, lay))
         if F16 and n_t > 0:
-            _g7_operands16(a2_ptr, vw_ptr, a2_smem, vw_smem, item, M8)
+            _g7_operands16(a2_ptr, vw_ptr, a2_smem, vw_smem, item, T, M8, TPK)
         if not F16 and n_t > 0:
             # A2 [M8, 256] (TF32-rounded by phase 6) as 8 pieces [M8, 32], its rows in the accumulator's column
             # order: column c of s holds row _g7_kappa(c) (see the consumer)
             ra = _g7_kappa(gl.arange(0, M8, layout=gl.SliceLayout(1, lay)))
             for q in gl.static_range(8):
                 _gl_cp_load(
-                    a2_smem.index(q), a2_ptr + (item * M8 + ra)[:, None] * 256 + (q * 32 + ca)[None, :]
-                )
-            # VW^T [256, M8]; with M8 32 the layout's 64 columns wrap, so each copy is issued twice (same data)
-            lv: gl.constexpr = gl.BlockedLayout([1, 4], [2, 16], [4, 1], [1, 0])
-            kv = gl.arange(0, M8, layout=gl.SliceLayout(0, lv))
-            cv = gl.arange(0, 64, layout=gl.SliceLayout(1, lv))
-            for b in gl.static_range(4):  # 64 channels at a time
-                _gl_cp_load(
-                    vw_smem.slice(b * 64, 64), vw_ptr + (item * 256 + b * 64 + cv)[:, None] * M8 + kv[None, :]
-                )
+                    a2_smem.index(q), a2_ptr + (item * M8 + ra)[:, None] * 256 + (q * 32 + ca)[None, :],
+                    mask=((ra % TPK) < T)[:, None],
+                )  # fmt: skip
             _gl_cp.commit_group()
+            _g7_vw(vw_ptr, vw_smem, item, T, M8, TPK, gl.float32)  # through registers (its padding selected)
+            _gl_fence()
         rt = gl.arange(0, 64, layout=gl.SliceLayout(1, lay))
         g = 0
         for i in range(0, n_t):
@@ -1626,8 +1640,8 @@ if gluon is not None:
                 ),
                 (
                     _g7_loader,
-                    (k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, S, CH,
-                     M8, NS, LAG, PDL, F16),
+                    (k_ptr, kp_ptr, a2_ptr, vw_ptr, x_smem, p_smem, a2_smem, vw_smem, ready, free, turn, T, S, CH,
+                     M8, TPK, NS, LAG, PDL, F16),
                 ),
             ],
             [4, 4],
@@ -1872,8 +1886,10 @@ class Config:
     # tiles (p7h) the T 5..8 launch read shared memory out of bounds (Triton 3.6, compute-sanitizer: the fp16 p
     # operand of a 32-token tile has 64-byte rows, like TF32's 16-token tiles, bs2 16); with 64-token tiles in 8
     # warps (p7h64) 3.5 us faster where chunks have 64 tokens (#1, #2, #15: 84.2 -> 80.7, 80.0 -> 76.4, 78.1 ->
-    # 74.5 us), 1.2-3.5 us slower where they have 32 (#8, #10, #13, #14: half of each tile padding)
-    p7_tl_fp16: int = 0
+    # 74.5 us), 1.2-3.5 us slower where they have 32 (#8, #10, #13, #14: half of each tile padding). Session 36
+    # (same machine, base / 64): geomean 88.84 / 87.93 us, #1 84.8 / 81.2, #2 80.8 / 77.2, #15 78.2 / 74.3; on
+    # since then
+    p7_tl_fp16: int = 64
     # (parts, warps, register cap, tile tokens >= 64, stages) of that launch, as `p7_launch`
     p7_launch_fp16: tuple = (1, 8, 0, 64, 1)
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history

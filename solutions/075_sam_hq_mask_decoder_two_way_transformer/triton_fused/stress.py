@@ -2,7 +2,7 @@
 against the reference (L2 flushed before every other call), and count the wrong calls; the first wrong calls'
 outputs, items and token range are printed and written to $OUT/stress075.json.
 
-    WLS=12,5,16 CALLS=400 SETS=3 CFGS="base|base,p7h64,p7h64a" python3 stress.py
+    WLS=12,5,16 CALLS=400 SETS=3 CFGS="base|base,p7tf32,p7h64a" python3 stress.py
 
 CFGS: sequences of tune.py variants separated by |, each sequence alternated call by call (as tune.py's checks)."""
 
@@ -29,7 +29,7 @@ for wi in map(int, os.environ.get("WLS", "12,5,16,1,6").split(",")):
     w = task.workloads[wi - 1]
     axes = resolve_axes(task.definition, w)
     tol = w.tolerance
-    for seq in os.environ.get("CFGS", "base|base,p7h64,p7h64a").split("|"):
+    for seq in os.environ.get("CFGS", "base|base,p7tf32,p7h64a").split("|"):
         names = seq.split(",")
         bad, calls, details = 0, 0, []
         t0 = time.time()
