@@ -79,9 +79,8 @@ S4 = dataclasses.replace(S3, qstages=4, stages1=3, ncb=2, cstages=4, nd=8)
 S5 = dataclasses.replace(S4, reload_k=2, prefetch_dist=0)
 VARIANTS: dict[str, Config] = {
     "base": BASE,
-    "v3": dataclasses.replace(
-        BASE, v_terms=3, p7_tl_fp16=0
-    ),  # 3xTF32 i2t values (+64 KB shared memory; TF32 tl phase 7)
+    # 3xTF32 i2t values (+64 KB shared memory; the tl phase 7 then in TF32: fp16 needs v_terms 2)
+    "v3": dataclasses.replace(BASE, v_terms=3, p7_tl_fp16=0),
     "warm": dataclasses.replace(BASE, warm=True),  # dry runs of phases 2..7 during phase 1
     "bs32": dataclasses.replace(BASE, bs1=32, bs2=32),
     "pf0": dataclasses.replace(BASE, prefetch_weights=False, prefetch_tokens=0, prefetch_dist=0),
@@ -388,8 +387,7 @@ VARIANTS: dict[str, Config] = {
     # shared memory out of bounds on the H200 at T 5..8 (Triton 3.6; session 35, NOTES.md): removed. Session 35:
     # with 64-token tiles where the launch's chunks have 64 tokens or more, 8 warps (p7h64) or 4 (p7h64a); the
     # first sweep ran them on every tl phase-7 launch (then a bool and three launch tuples). Session 36 made 64 the
-    # default (88.84 -> 87.93 us): p7h64 is base now, p7tf32 the TF32 tl launch everywhere as before
-    "p7h64": dataclasses.replace(BASE, p7_tl_fp16=64),
+    # default (88.84 -> 87.93 us), so p7h64 is base (removed); p7tf32 is the TF32 tl launch everywhere, as before
     "p7h64a": dataclasses.replace(BASE, p7_tl_fp16=64, p7_launch_fp16=(1, 4, 0, 64, 1)),
     "p7tf32": dataclasses.replace(BASE, p7_tl_fp16=0),
 }
