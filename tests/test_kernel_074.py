@@ -180,6 +180,23 @@ CASES = {
             rs_split=4,
         ),
     ),
+    # O folded into P: 2 row tiles, each P tile adds its rows' dW_out / db_out partial, the last of a column
+    # sums them (IoU 4 column tiles, hypernetworks 1)
+    "m70-oinp": ((2, 35), dict(o_in_p=True)),
+    # and 9 row tiles (more than one step of four partials, the last step part-empty), K loops, fp16 copies
+    "m131-oinp-loops": (
+        (1, 131),
+        dict(
+            p=(16, 256),
+            q=(128, 128, 512, 128),
+            t=(128, 256, 512, 256),
+            prefetch=False,
+            single_k=False,
+            cvt="whix",
+            cvt_block=65536,
+            o_in_p=True,
+        ),
+    ),
 }
 
 
@@ -239,7 +256,7 @@ def test_failed_launch_keeps_the_counter_set(kernel, monkeypatch):
 
 #: The tune.py variant each CONFIG_TABLE band ships (NOTES.md holds their measurements): the table must not
 #: drift from what was measured.
-MEASURED_BANDS = {96: "s3_hx_nr_r128s128", 192: "s3_w4_x", 384: "b1n_cv32k", 1 << 62: "b1n32_q1r256t1"}
+MEASURED_BANDS = {96: "s3_hx_nr_r128s128", 192: "s3_w4_x", 384: "b1n32_o128", 1 << 62: "b1n32_best_o128"}
 
 
 def test_config_table_is_the_measured_variants(kernel):
@@ -261,6 +278,8 @@ def test_config_table_and_validation(kernel):
         dataclasses.replace(kernel.DEFAULT_CONFIG, q=(48, 64, 256, 256))
     with pytest.raises(ValueError):
         dataclasses.replace(kernel.DEFAULT_CONFIG, precision="bf16")
+    with pytest.raises(ValueError):  # O's K = M sums stay fp32-accurate
+        dataclasses.replace(kernel.DEFAULT_CONFIG, o_precision="fp16")
     with pytest.raises(ValueError):  # T waits for Q: Q must come first in ticket order
         dataclasses.replace(kernel.DEFAULT_CONFIG, order="POTQRS")
     with pytest.raises(ValueError):  # prefetch needs the whole K range in one chunk

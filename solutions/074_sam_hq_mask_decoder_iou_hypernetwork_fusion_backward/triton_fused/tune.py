@@ -217,6 +217,36 @@ VARIANTS: dict[str, Config] = {
     "s3_w4_o128": R(_S3W4, o=(128, 64)),
     "b1n32_w4": R(_B1N32, num_warps=4),
     "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
+    # session 37: the M = 512 trace of b1n32_q1r256t1 has O's 32 items at 22 us each (8 dependent K chunks of H2r
+    # from HBM), holding a quarter of the SMs while Q, R, T and S queue. o_in_p folds O into P (each P tile adds
+    # its rows' partial, the column's last tile sums them: no O items); or fewer, wider O items
+    "b1n32_best_oinp": R(_B1N32_BEST, o_in_p=True),
+    "b1n32_oinp": R(_B1N32, o_in_p=True),
+    "s3hx_oinp": R(_S3HX, o_in_p=True),
+    "s3_w4_x_oinp": R(_S3W4, cvt="x", o_in_p=True),
+    "b1n32_best_o128": R(_B1N32_BEST, o=(128, 64)),
+    "b1n32_best_o256": R(_B1N32_BEST, o=(256, 32)),
+    # around b1n32_best_o128 (16 O items, 1.5 us faster at M = 449 / 512 in the first sweep): larger K chunks or
+    # 8 items, O first or after Q in ticket order; the same O tiles for the M 193..384 band's variant
+    "b1n32_best_o128k128": R(_B1N32_BEST, o=(128, 128)),
+    "b1n32_best_o256k64": R(_B1N32_BEST, o=(256, 64)),
+    "b1n32_best_o128_opq": R(_B1N32_BEST, o=(128, 64), order="OPQRTS"),
+    "b1n32_best_o128_pqo": R(_B1N32_BEST, o=(128, 64), order="PQORTS"),
+    "b1n32_o128": R(_B1N32, o=(128, 64)),
+    "b1n32_o128_pqo": R(_B1N32, o=(128, 64), order="PQORTS"),
+    # O's 8 K chunks of 64 rows at M = 512 take ~3 us each (tf32x3 on mma.sync: three products and the operand
+    # splits); fp32 FMA ("ieee") instead, at both O widths, and in the P-folded form
+    "b1n32_best_o128_ieee": R(_B1N32_BEST, o=(128, 64), o_precision="ieee"),
+    "b1n32_best_ieee": R(_B1N32_BEST, o_precision="ieee"),
+    "b1n32_o128_ieee": R(_B1N32, o=(128, 64), o_precision="ieee"),
+    "b1n32_best_oinp_ieee": R(_B1N32_BEST, o_in_p=True, o_precision="ieee"),
+    "s3hx_ieee": R(_S3HX, o_precision="ieee"),
+    "s3hx_oinp_ieee": R(_S3HX, o_in_p=True, o_precision="ieee"),
+    "s3_w4_x_ieee": R(_S3W4, cvt="x", o_precision="ieee"),
+    # O items are ~3 us per K chunk whatever its width or precision (the trace of b1n32_best_o128_ieee): half the
+    # chunks (64-wide tiles, chunks of 128 rows) on twice the items, ending in half the time
+    "b1n32_best_o64k128": R(_B1N32_BEST, o=(64, 128)),
+    "b1n32_o64k128": R(_B1N32, o=(64, 128)),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTS"
