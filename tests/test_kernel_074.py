@@ -180,23 +180,6 @@ CASES = {
             rs_split=4,
         ),
     ),
-    # O folded into P: 2 row tiles, each P tile adds its rows' dW_out / db_out partial, the last of a column
-    # sums them (IoU 4 column tiles, hypernetworks 1)
-    "m70-oinp": ((2, 35), dict(o_in_p=True)),
-    # and 9 row tiles (more than one step of four partials, the last step part-empty), K loops, fp16 copies
-    "m131-oinp-loops": (
-        (1, 131),
-        dict(
-            p=(16, 256),
-            q=(128, 128, 512, 128),
-            t=(128, 256, 512, 256),
-            prefetch=False,
-            single_k=False,
-            cvt="whix",
-            cvt_block=65536,
-            o_in_p=True,
-        ),
-    ),
 }
 
 
@@ -278,8 +261,6 @@ def test_config_table_and_validation(kernel):
         dataclasses.replace(kernel.DEFAULT_CONFIG, q=(48, 64, 256, 256))
     with pytest.raises(ValueError):
         dataclasses.replace(kernel.DEFAULT_CONFIG, precision="bf16")
-    with pytest.raises(ValueError):  # O's K = M sums stay fp32-accurate
-        dataclasses.replace(kernel.DEFAULT_CONFIG, o_precision="fp16")
     with pytest.raises(ValueError):  # T waits for Q: Q must come first in ticket order
         dataclasses.replace(kernel.DEFAULT_CONFIG, order="POTQRS")
     with pytest.raises(ValueError):  # prefetch needs the whole K range in one chunk

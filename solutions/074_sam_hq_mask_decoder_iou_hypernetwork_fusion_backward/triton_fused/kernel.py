@@ -114,12 +114,6 @@ class Config:
     cvt: str = ""  # fp16 copies made in stage P of operands that are re-read: "w" W_hid (Q loops), "i" W_in
     # (T loops), "h" H1r (R loops), "x" X (S loops); used where the operand is loaded after the wait
     cvt_block: int = 16384  # weight elements per conversion item ("w", "i": extra items of stage P)
-    o_precision: str = (
-        "tf32x3"  # stage O's dots (K = M sums, fp32-accurate): "tf32x3" (tensor cores) or "ieee"
-    )
-    # (fp32 FMA)
-    o_in_p: bool = False  # stage O folded into P: each P tile adds its rows' share of dW_out / db_out
-    # (G^T @ H2r over the tile, tf32x3) to a workspace; the last P tile of each column sums them (no O items)
     rs_split: int = 1  # R and S K loops (K = M) split into this many M ranges per tile; the items add into
     # dW_hid / dW_in (zeroed by extra P items, `cvt_block` elements each) with atomics; not with single_k
 
@@ -142,8 +136,6 @@ class Config:
             raise ValueError(
                 "Config: prefetch needs the Q chunk to equal the Q K range (without q_recompute)"
             )
-        if self.o_precision not in ("tf32x3", "ieee"):
-            raise ValueError(f"Config.o_precision: 'tf32x3' or 'ieee', got {self.o_precision!r}")
         if self.cvt_block & (self.cvt_block - 1) or not 1024 <= self.cvt_block <= 65536:
             raise ValueError(f"Config.cvt_block: a power of two in [1024, 65536], got {self.cvt_block}")
         if self.rs_split not in (1, 2, 4, 8, 16):
@@ -432,10 +424,8 @@ def _col_partial_sums(ws, n_rows, col0, R, off_r, BR: tl.constexpr):
 
 
 @triton.jit
-def _o_loop(
-    g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr, OPREC: tl.constexpr = "tf32x3"
-):
-    """dW_out tile [32, ON] = G^T @ H2r[:, off_c:] (fp32-accurate: tf32x3 or ieee) and the column sums of G."""
+def _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr):
+    """dW_out tile [32, ON] = G^T @ H2r[:, off_c:] (fp32-accurate tf32x3) and the column sums of G."""
     kk = tl.arange(0, OK)
     gk = tl.arange(0, 32)
     cc = off_c + tl.arange(0, ON)
@@ -448,68 +438,9 @@ def _o_loop(
         k_ok = k < M
         a_t = tl.load(g + k[:, None] * ld_g + gk[None, :], mask=k_ok[:, None] & g_ok[None, :], other=0.0)
         b = tl.load(h2r + k[:, None] * D + cc[None, :], mask=k_ok[:, None] & c_ok[None, :], other=0.0)
-        acc = tl.dot(tl.trans(a_t), b, acc, input_precision=OPREC)
+        acc = tl.dot(tl.trans(a_t), b, acc, input_precision="tf32x3")
         gs += tl.sum(a_t, axis=0)
     return acc, gs
-
-
-# O folded into P (Config.o_in_p), per P row tile: a dW_out partial of all MLPs in dW_out's layout (IoU 4 x 1024,
-# then 4 x 32 x 256), and after all of them, G's column sums (5 x 32)
-_OP_TILE = tl.constexpr(36864)
-_OP_G = tl.constexpr(160)
-
-
-@triton.jit
-def _o_offsets(ws_op, mt, j, is_iou, D, KG, off_c, BC: tl.constexpr):
-    """Pointers and mask of row tile mt's [32, BC] dW_out partial block at column off_c (rows >= KG masked)."""
-    kk = tl.arange(0, 32)
-    cc = off_c + tl.arange(0, BC)
-    base = ws_op + mt * _OP_TILE + _sel(is_iou, 0, 4096 + j * 8192)
-    return base + kk[:, None] * D + cc[None, :], (kk < KG)[:, None] & (cc < D)[None, :]
-
-
-@triton.jit
-def _o_partial(
-    g_t, h2r_v, ws_op, mt, mt_p, mlp, j, is_iou, D, KG, off_c, BC: tl.constexpr, OPREC: tl.constexpr
-):
-    """O folded into P: this tile's rows' share of dW_out[:, cols] (G^T @ H2r, fp32-accurate tf32x3) and,
-    in the first column tile, of db_out (G's column sums), stored for the column's last tile to add up."""
-    acc = tl.dot(tl.trans(g_t), h2r_v, tl.zeros((32, BC), dtype=tl.float32), input_precision=OPREC)
-    ptrs, msk = _o_offsets(ws_op, mt, j, is_iou, D, KG, off_c, BC)
-    tl.store(ptrs, acc, mask=msk, cache_modifier=".cg")
-    if off_c == 0:
-        kk = tl.arange(0, 32)
-        g_ws = ws_op + mt_p * _OP_TILE + mt * _OP_G + mlp * 32
-        tl.store(g_ws + kk, tl.sum(g_t, axis=0), mask=kk < KG, cache_modifier=".cg")
-
-
-@triton.jit
-def _o_finish(ws_op, mt_p, mlp, j, is_iou, D, KG, off_c, dw_out, db_out, BC: tl.constexpr):
-    """The column's last P tile: dW_out[:, cols] (and db_out, in column tile 0) = the sum of the mt_p
-    row tiles' partials, four loads in flight per step (a fixed order, whichever tile arrives last)."""
-    acc = tl.zeros((32, BC), dtype=tl.float32)
-    for t0 in range(0, mt_p, 4):
-        for s in tl.static_range(4):
-            ptrs, msk = _o_offsets(ws_op, t0 + s, j, is_iou, D, KG, off_c, BC)
-            live = (tl.arange(0, 32) * 0 + t0 + s) < mt_p  # row tile t0 + s exists
-            acc += tl.load(ptrs, mask=msk & live[:, None], other=0.0, cache_modifier=".cg")
-    kk = tl.arange(0, 32)
-    cc = off_c + tl.arange(0, BC)
-    tl.store(dw_out + kk[:, None] * D + cc[None, :], acc, mask=(kk < KG)[:, None] & (cc < D)[None, :])
-    if off_c == 0:
-        tt = tl.arange(0, 16)
-        gs = tl.zeros((32,), dtype=tl.float32)
-        g_ws = ws_op + mt_p * _OP_TILE + mlp * 32
-        for t0 in range(0, mt_p, 16):
-            t = t0 + tt
-            v = tl.load(
-                g_ws + t[:, None] * _OP_G + kk[None, :],
-                mask=(t < mt_p)[:, None] & (kk < KG)[None, :],
-                other=0.0,
-                cache_modifier=".cg",
-            )
-            gs += tl.sum(v, axis=0)
-        tl.store(db_out + kk, gs, mask=kk < KG)
 
 
 @triton.jit
@@ -704,8 +635,6 @@ def _fused_bwd_kernel(
     ws_w16,  # fp16 copy of W_hid (CVT_W): IoU [1024, 1024], then [4, 256, 256]
     ws_i16,  # fp16 copy of W_in (CVT_I): IoU [1024, 256], then [4, 256, 256]
     ws_x16,  # fp16 copy of X (CVT_X): IoU [M, 256], then [M, 4, 256]
-    ws_op,  # fp32 (O_IN_P): per P row tile, its dW_out partial (dW_out's layout: IoU [4, 1024], then
-    # [4, 32, 256]: 36864) and its column sums of G (5 x 32); a dummy otherwise
     cnt,  # int32 [16 * 32]: this call's header, one counter per 32 ints (zero at entry)
     cnt_next,  # int32 [16 * 32]: the next call's header (zeroed here by ticket 0)
     cnt_tile,  # int32 per-tile split-K counters, one per 32 ints (zero at entry, left zero)
@@ -744,8 +673,6 @@ def _fused_bwd_kernel(
     CVT_X: tl.constexpr = False,
     CVE: tl.constexpr = 16384,  # weight elements per conversion item
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
-    O_IN_P: tl.constexpr = False,  # stage O folded into P (Config.o_in_p)
-    OPREC: tl.constexpr = "tf32x3",  # stage O's dot precision (Config.o_precision)
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -773,10 +700,8 @@ def _fused_bwd_kernel(
     mt_p = tl.cdiv(M, PM)
     np_i = mt_p * ((1024 + PN - 1) // PN) + NCW_I + NCI_I + NZ_I
     np_h = mt_p * ((256 + PN - 1) // PN) + NCW_H + NCI_H + NZ_H
-    NO_I: tl.constexpr = ((1024 + ON - 1) // ON) * (1 - O_IN_P)  # O items (none when folded into P)
-    NO_H: tl.constexpr = ((256 + ON - 1) // ON) * (1 - O_IN_P)
-    no_i = zero + NO_I
-    no_h = zero + NO_H
+    no_i = zero + (1024 + ON - 1) // ON
+    no_h = zero + (256 + ON - 1) // ON
     mt_q = tl.cdiv(M, QM)
     nq_i = mt_q * ((1024 + QN - 1) // QN)
     nq_h = mt_q * ((256 + QN - 1) // QN)
@@ -889,14 +814,6 @@ def _fused_bwd_kernel(
             msk = (rr < M)[:, None] & (cc < D)[None, :]
             offs = rr[:, None] * D + cc[None, :]
             pre2 = tl.load(h2 + offs, mask=msk, other=0.0)  # first: it does not depend on the product
-            if O_IN_P:  # O's operands for these rows: H2r and G (transposed below)
-                h2r_v = tl.load(h2r + offs, mask=msk, other=0.0)
-                gk = tl.arange(0, 32)
-                g_t = tl.load(
-                    g + rr[:, None] * ld_g + gk[None, :],
-                    mask=(rr < M)[:, None] & (gk < KG)[None, :],
-                    other=0.0,
-                )
             x_offs = rr[:, None] * ld_x + cc[None, :]
             x_msk = (rr < M)[:, None] & (cc < 256)[None, :]  # X, dx: [M, 256] (ld_x)
             if CVT_H:
@@ -922,26 +839,12 @@ def _fused_bwd_kernel(
                 if T_ATOMIC:
                     dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
                     tl.store(dx_z + x_offs, tl.zeros((PM, PN), dtype=tl.float32), mask=x_msk)
-            if O_IN_P:
-                _o_partial(g_t, h2r_v, ws_op, mt, mt_p, mlp, j, is_iou, D, KG, off_c, PN, OPREC)
-        _signal(cnt + (_CNT_P + mlp) * _LINE)  # D2 (and O's partials) published
-        if O_IN_P and not is_cv:
-            # the last P tile of this column (over all row tiles) sums the partials into dW_out / db_out
-            n_c_o = tl.cdiv(D, PN)
-            pc = lt % n_c_o
-            pc_g = _sel(is_iou, pc, tl.cdiv(1024, PN) + j * tl.cdiv(256, PN) + pc)
-            o_cnt = cnt_tile + (nq_i + 4 * nq_h + nt_i + 4 * nt_h + pc_g) * _LINE
-            if tl.atomic_add(o_cnt, 1, sem="acq_rel") == mt_p - 1:
-                tl.debug_barrier()
-                dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
-                db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
-                _o_finish(ws_op, mt_p, mlp, j, is_iou, D, KG, pc * PN, dw_out, db_out, PN)
-                tl.store(o_cnt, 0)
+        _signal(cnt + (_CNT_P + mlp) * _LINE)
     elif stage == 1:
         # O: dW_out[k, n] = sum_m G[m, k] H2r[m, n]; db_out[k] = sum_m G[m, k]
         # (fp32-accurate: a tiny product whose K = M sum is where fp16 operands would cost the most)
         off_c = lt * ON
-        acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK, OPREC)
+        acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK)
         dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
         db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
         _store_tile(acc_o, dw_out, D, KG, D, 0, off_c, OM, ON)
@@ -1231,7 +1134,7 @@ def _stage_sizes(m: int, cfg: Config) -> dict[str, int]:
             _cdiv(m, pm) * _cdiv(D_IOU, pn) + cv_i // cfg.cvt_block,
             _cdiv(m, pm) * _cdiv(D_HYP, pn) + cv_h // cfg.cvt_block,
         ),
-        "O": 0 if cfg.o_in_p else both(_cdiv(D_IOU, on), _cdiv(D_HYP, on)),
+        "O": both(_cdiv(D_IOU, on), _cdiv(D_HYP, on)),
         "Q": both(
             _cdiv(m, qm) * _cdiv(D_IOU, qn),
             _cdiv(m, qm) * _cdiv(D_HYP, qn),
@@ -1314,8 +1217,6 @@ def launch(
     ws_w16 = half(D_IOU * D_IOU + N_HYP * D_HYP * D_HYP, fl["CVT_W"])
     ws_i16 = half(D_IOU * C_IN + N_HYP * D_HYP * C_IN, fl["CVT_I"])
     ws_x16 = half(m * C_IN * (1 + N_HYP), fl["CVT_X"])
-    mt_p = _cdiv(m, cfg.p[0])
-    ws_op = torch.empty(mt_p * (36864 + 160) if cfg.o_in_p else 1, dtype=torch.float32, device=device)
     nq, nt = _tile_counts(m, cfg)
     (qm, qn, qks, _), (tm, tn, tks, _) = cfg.q, cfg.t
     ws_qp = torch.empty(max(1, nq * _cdiv(D_IOU, qks) * qm * qn), dtype=torch.float32, device=device)
@@ -1323,9 +1224,7 @@ def launch(
     ws_tp = torch.empty(max(1, tp_elems), dtype=torch.float32, device=device)
     ws_cs2 = torch.empty(_cdiv(m, cfg.p[0]) * 2048, dtype=torch.float32, device=device)
     ws_cs1 = torch.empty(_cdiv(m, qm) * 2048, dtype=torch.float32, device=device)
-    # tile counters: Q's and T's split-K tiles, then (o_in_p) one per P column tile of every MLP
-    n_pc = _cdiv(D_IOU, cfg.p[1]) + N_HYP * _cdiv(D_HYP, cfg.p[1]) if cfg.o_in_p else 0
-    buf = _counters(device, nq + nt + n_pc)
+    buf = _counters(device, nq + nt)
     # this call's counter set; the flip waits for the launch to be issued: a launch that raises (e.g. out of
     # shared memory) must not leave the next call on the set this one would have zeroed (the next call would
     # start from the previous call's counts and spin on targets it never reaches: a GPU hang, session 12)
@@ -1346,7 +1245,6 @@ def launch(
         ws_w16,
         ws_i16,
         ws_x16,
-        ws_op,
         buf[par * _HDR :],
         buf[(1 - par) * _HDR :],
         buf[_CNT_TILES:],
@@ -1385,8 +1283,6 @@ def launch(
         CVT_X=fl["CVT_X"],
         CVE=cfg.cvt_block,
         RSS=fl["RSS"],
-        O_IN_P=cfg.o_in_p,
-        OPREC=cfg.o_precision,
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

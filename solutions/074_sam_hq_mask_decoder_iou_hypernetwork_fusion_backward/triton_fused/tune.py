@@ -156,18 +156,18 @@ VARIANTS: dict[str, Config] = {
     "b1n_o32_256": R(_B1N, o=(32, 256)),
     "b1n_o512": R(_B1N, o=(64, 512)),
     "b1n_o256_cv32k": R(_B1N, o=(64, 256), cvt_block=32768),
-    "b1n_cv32k": _B1N32,
+    "b1n_cv32k": _B1N32,  # shipped for M 193..384 in sessions 12-36
     "b1n_cv8k": R(_B1N, cvt_block=8192),
     "b1n_cv64k": R(_B1N, cvt_block=65536),
     "b1n_p128": R(_B1N, p=(128, 128)),
-    # around b1n_cv32k (shipped for M 193..384 since session 12): one K split for Q or T (no partial sums, half
+    # around b1n_cv32k (shipped for M 193..384 in sessions 12-36): one K split for Q or T (no partial sums, half
     # the items, twice the K loop), wider S / R tiles (fewer re-reads of D1 / D2 from L2)
     "b1n32_q1": R(_B1N32, q=_Q1),
     "b1n32_t1": R(_B1N32, t=_T1),
     "b1n32_s128": R(_B1N32, s=(128, 128, 64)),
     "b1n32_r256": R(_B1N32, r=_R256),
     "b1n32_q1r256": R(_B1N32, q=_Q1, r=_R256),
-    "b1n32_q1r256t1": _B1N32_BEST,  # shipped for M > 384 since session 12
+    "b1n32_q1r256t1": _B1N32_BEST,  # shipped for M > 384 in sessions 12-36
     # around b1n32_q1r256t1: 128-wide Q tiles, T tiles over all of C, a 4-deep pipeline
     "b1n32_q1r256t1_q128": R(_B1N32_BEST, q=(128, 128, 1024, 64)),
     "b1n32_q1r256t1_t256": R(_B1N32_BEST, t=(128, 256, 1024, 64)),
@@ -218,35 +218,20 @@ VARIANTS: dict[str, Config] = {
     "b1n32_w4": R(_B1N32, num_warps=4),
     "tf32": R(_SMALL, precision="tf32"),  # raw fp32 bits (truncation): expected to fail
     # session 37: the M = 512 trace of b1n32_q1r256t1 has O's 32 items at 22 us each (8 dependent K chunks of H2r
-    # from HBM), holding a quarter of the SMs while Q, R, T and S queue. o_in_p folds O into P (each P tile adds
-    # its rows' partial, the column's last tile sums them: no O items); or fewer, wider O items
-    "b1n32_best_oinp": R(_B1N32_BEST, o_in_p=True),
-    "b1n32_oinp": R(_B1N32, o_in_p=True),
-    "s3hx_oinp": R(_S3HX, o_in_p=True),
-    "s3_w4_x_oinp": R(_S3W4, cvt="x", o_in_p=True),
+    # from HBM, ~3 us a chunk whatever its width), holding a quarter of the SMs while Q, R, T and S queue: fewer,
+    # wider O items (shipped for M > 192: b1n32_best_o128, b1n32_o128), larger or fewer K chunks, O first or after Q
+    # in ticket order. Measured and deleted (NOTES "Session 37", code in git at 7d8d8db): O folded into P
+    # (o_in_p) and O's products in fp32 FMA (o_precision "ieee")
     "b1n32_best_o128": R(_B1N32_BEST, o=(128, 64)),
     "b1n32_best_o256": R(_B1N32_BEST, o=(256, 32)),
-    # around b1n32_best_o128 (16 O items, 1.5 us faster at M = 449 / 512 in the first sweep): larger K chunks or
-    # 8 items, O first or after Q in ticket order; the same O tiles for the M 193..384 band's variant
     "b1n32_best_o128k128": R(_B1N32_BEST, o=(128, 128)),
     "b1n32_best_o256k64": R(_B1N32_BEST, o=(256, 64)),
+    "b1n32_best_o64k128": R(_B1N32_BEST, o=(64, 128)),
     "b1n32_best_o128_opq": R(_B1N32_BEST, o=(128, 64), order="OPQRTS"),
     "b1n32_best_o128_pqo": R(_B1N32_BEST, o=(128, 64), order="PQORTS"),
     "b1n32_o128": R(_B1N32, o=(128, 64)),
-    "b1n32_o128_pqo": R(_B1N32, o=(128, 64), order="PQORTS"),
-    # O's 8 K chunks of 64 rows at M = 512 take ~3 us each (tf32x3 on mma.sync: three products and the operand
-    # splits); fp32 FMA ("ieee") instead, at both O widths, and in the P-folded form
-    "b1n32_best_o128_ieee": R(_B1N32_BEST, o=(128, 64), o_precision="ieee"),
-    "b1n32_best_ieee": R(_B1N32_BEST, o_precision="ieee"),
-    "b1n32_o128_ieee": R(_B1N32, o=(128, 64), o_precision="ieee"),
-    "b1n32_best_oinp_ieee": R(_B1N32_BEST, o_in_p=True, o_precision="ieee"),
-    "s3hx_ieee": R(_S3HX, o_precision="ieee"),
-    "s3hx_oinp_ieee": R(_S3HX, o_in_p=True, o_precision="ieee"),
-    "s3_w4_x_ieee": R(_S3W4, cvt="x", o_precision="ieee"),
-    # O items are ~3 us per K chunk whatever its width or precision (the trace of b1n32_best_o128_ieee): half the
-    # chunks (64-wide tiles, chunks of 128 rows) on twice the items, ending in half the time
-    "b1n32_best_o64k128": R(_B1N32_BEST, o=(64, 128)),
     "b1n32_o64k128": R(_B1N32, o=(64, 128)),
+    "b1n32_o128_pqo": R(_B1N32, o=(128, 64), order="PQORTS"),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTS"
