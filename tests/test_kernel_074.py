@@ -180,10 +180,6 @@ CASES = {
             rs_split=4,
         ),
     ),
-    # O in 2 M ranges per tile (64 + 6 rows): the last of a tile's two items adds the other's dW_out / db_out partial
-    "m70-osplit2": ((2, 35), dict(o_split=2)),
-    # O in 4 M ranges at M = 3 (three of them empty), 64-wide O tiles (IoU 16, hypernetworks 4 each)
-    "m3-osplit4": ((1, 3), dict(o=(64, 64), o_split=4)),
 }
 
 
@@ -279,8 +275,6 @@ def test_config_table_and_validation(kernel):
         dataclasses.replace(kernel.DEFAULT_CONFIG, cvt_block=3000)
     with pytest.raises(ValueError):
         dataclasses.replace(kernel.DEFAULT_CONFIG, rs_split=3)
-    with pytest.raises(ValueError):
-        dataclasses.replace(kernel.DEFAULT_CONFIG, o_split=3)
     with pytest.raises(ValueError):  # P zeroes dW_in, which S adds into: S must wait (via Q) for P
         dataclasses.replace(kernel.DEFAULT_CONFIG, q_recompute=True, rs_split=2, q=(64, 64, 256, 64))
     # copies only where the operand is loaded after the wait (not prefetched, not single-chunk)

@@ -114,8 +114,6 @@ class Config:
     cvt: str = ""  # fp16 copies made in stage P of operands that are re-read: "w" W_hid (Q loops), "i" W_in
     # (T loops), "h" H1r (R loops), "x" X (S loops); used where the operand is loaded after the wait
     cvt_block: int = 16384  # weight elements per conversion item ("w", "i": extra items of stage P)
-    o_split: int = 1  # O tiles' K = M loops split into this many M ranges (items); the last of a tile's items
-    # adds the others' fp32 partials (dW_out and db_out) to its own and stores the tile
     rs_split: int = 1  # R and S K loops (K = M) split into this many M ranges per tile; the items add into
     # dW_hid / dW_in (zeroed by extra P items, `cvt_block` elements each) with atomics; not with single_k
 
@@ -140,8 +138,6 @@ class Config:
             )
         if self.cvt_block & (self.cvt_block - 1) or not 1024 <= self.cvt_block <= 65536:
             raise ValueError(f"Config.cvt_block: a power of two in [1024, 65536], got {self.cvt_block}")
-        if self.o_split not in (1, 2, 4, 8):
-            raise ValueError(f"Config.o_split: 1, 2, 4 or 8, got {self.o_split}")
         if self.rs_split not in (1, 2, 4, 8, 16):
             raise ValueError(f"Config.rs_split: 1, 2, 4, 8 or 16, got {self.rs_split}")
         if self.q_recompute and self.rs_split > 1:
@@ -428,9 +424,8 @@ def _col_partial_sums(ws, n_rows, col0, R, off_r, BR: tl.constexpr):
 
 
 @triton.jit
-def _o_loop(g, ld_g, h2r, D, KG, k_lo, k_hi, off_c, ON: tl.constexpr, OK: tl.constexpr):
-    """dW_out tile [32, ON] = G[k_lo:k_hi]^T @ H2r[k_lo:k_hi, off_c:] (fp32-accurate tf32x3) and the column sums
-    of G over those rows."""
+def _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr):
+    """dW_out tile [32, ON] = G^T @ H2r[:, off_c:] (fp32-accurate tf32x3) and the column sums of G."""
     kk = tl.arange(0, OK)
     gk = tl.arange(0, 32)
     cc = off_c + tl.arange(0, ON)
@@ -438,9 +433,9 @@ def _o_loop(g, ld_g, h2r, D, KG, k_lo, k_hi, off_c, ON: tl.constexpr, OK: tl.con
     c_ok = cc < D
     acc = tl.zeros((32, ON), dtype=tl.float32)
     gs = tl.zeros((32,), dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, OK):
+    for k0 in range(0, M, OK):
         k = k0 + kk
-        k_ok = k < k_hi
+        k_ok = k < M
         a_t = tl.load(g + k[:, None] * ld_g + gk[None, :], mask=k_ok[:, None] & g_ok[None, :], other=0.0)
         b = tl.load(h2r + k[:, None] * D + cc[None, :], mask=k_ok[:, None] & c_ok[None, :], other=0.0)
         acc = tl.dot(tl.trans(a_t), b, acc, input_precision="tf32x3")
@@ -640,7 +635,6 @@ def _fused_bwd_kernel(
     ws_w16,  # fp16 copy of W_hid (CVT_W): IoU [1024, 1024], then [4, 256, 256]
     ws_i16,  # fp16 copy of W_in (CVT_I): IoU [1024, 256], then [4, 256, 256]
     ws_x16,  # fp16 copy of X (CVT_X): IoU [M, 256], then [M, 4, 256]
-    ws_op,  # fp32 split partials of O (OSPL > 1): per O tile, OSPL x [32, ON] dW_out, then OSPL x 32 db_out
     cnt,  # int32 [16 * 32]: this call's header, one counter per 32 ints (zero at entry)
     cnt_next,  # int32 [16 * 32]: the next call's header (zeroed here by ticket 0)
     cnt_tile,  # int32 per-tile split-K counters, one per 32 ints (zero at entry, left zero)
@@ -679,7 +673,6 @@ def _fused_bwd_kernel(
     CVT_X: tl.constexpr = False,
     CVE: tl.constexpr = 16384,  # weight elements per conversion item
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
-    OSPL: tl.constexpr = 1,  # M ranges per O tile (Config.o_split)
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -707,8 +700,8 @@ def _fused_bwd_kernel(
     mt_p = tl.cdiv(M, PM)
     np_i = mt_p * ((1024 + PN - 1) // PN) + NCW_I + NCI_I + NZ_I
     np_h = mt_p * ((256 + PN - 1) // PN) + NCW_H + NCI_H + NZ_H
-    no_i = zero + ((1024 + ON - 1) // ON) * OSPL
-    no_h = zero + ((256 + ON - 1) // ON) * OSPL
+    no_i = zero + (1024 + ON - 1) // ON
+    no_h = zero + (256 + ON - 1) // ON
     mt_q = tl.cdiv(M, QM)
     nq_i = mt_q * ((1024 + QN - 1) // QN)
     nq_h = mt_q * ((256 + QN - 1) // QN)
@@ -850,39 +843,13 @@ def _fused_bwd_kernel(
     elif stage == 1:
         # O: dW_out[k, n] = sum_m G[m, k] H2r[m, n]; db_out[k] = sum_m G[m, k]
         # (fp32-accurate: a tiny product whose K = M sum is where fp16 operands would cost the most)
-        tile = lt // OSPL
-        ks = lt % OSPL
-        off_c = tile * ON
-        o_len = tl.cdiv(tl.cdiv(M, OSPL), OK) * OK  # rows per M range (a range may be empty when M is small)
-        k_lo = ks * o_len
-        acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, k_lo, tl.minimum(k_lo + o_len, M), off_c, ON, OK)
-        done = OSPL == 1
-        if OSPL > 1:
-            tile_g = _sel(is_iou, tile, no_i // OSPL + j * (no_h // OSPL) + tile)  # O tiles of all MLPs
-            part = ws_op + tile_g * (OSPL * (OM * ON + OM))
-            kk = tl.arange(0, OM)
-            offs_o = kk[:, None] * ON + tl.arange(0, ON)[None, :]
-            tl.store(part + ks * (OM * ON) + offs_o, acc_o, cache_modifier=".cg")
-            tl.store(part + OSPL * (OM * ON) + ks * OM + kk, gs, cache_modifier=".cg")
-            tl.debug_barrier()
-            o_cnt = cnt_tile + (nq_i + 4 * nq_h + nt_i + 4 * nt_h + tile_g) * _LINE
-            done = tl.atomic_add(o_cnt, 1, sem="acq_rel") == OSPL - 1
-            if done:  # the last of the tile's items: add the others' partials (unrolled, one round trip)
-                tl.debug_barrier()
-                for s in tl.static_range(OSPL):
-                    use = offs_o * 0 + (ks != s).to(tl.int32) > 0
-                    acc_o += tl.load(part + s * (OM * ON) + offs_o, mask=use, other=0.0, cache_modifier=".cg")
-                    use_g = kk * 0 + (ks != s).to(tl.int32) > 0
-                    gs += tl.load(
-                        part + OSPL * (OM * ON) + s * OM + kk, mask=use_g, other=0.0, cache_modifier=".cg"
-                    )
-                tl.store(o_cnt, 0)
-        if done:
-            dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
-            db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
-            _store_tile(acc_o, dw_out, D, KG, D, 0, off_c, OM, ON)
-            if off_c == 0:
-                tl.store(db_out + tl.arange(0, 32), gs, mask=tl.arange(0, 32) < KG)
+        off_c = lt * ON
+        acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK)
+        dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
+        db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
+        _store_tile(acc_o, dw_out, D, KG, D, 0, off_c, OM, ON)
+        if off_c == 0:
+            tl.store(db_out + tl.arange(0, 32), gs, mask=tl.arange(0, 32) < KG)
     elif stage == 2:
         # Q: D1 = (D2 @ W_hid) * (H1 > 0), one K range [k_lo, k_hi) of D per item
         nsplit = tl.cdiv(D, QKS)
@@ -1167,7 +1134,7 @@ def _stage_sizes(m: int, cfg: Config) -> dict[str, int]:
             _cdiv(m, pm) * _cdiv(D_IOU, pn) + cv_i // cfg.cvt_block,
             _cdiv(m, pm) * _cdiv(D_HYP, pn) + cv_h // cfg.cvt_block,
         ),
-        "O": both(_cdiv(D_IOU, on), _cdiv(D_HYP, on), cfg.o_split, cfg.o_split),
+        "O": both(_cdiv(D_IOU, on), _cdiv(D_HYP, on)),
         "Q": both(
             _cdiv(m, qm) * _cdiv(D_IOU, qn),
             _cdiv(m, qm) * _cdiv(D_HYP, qn),
@@ -1250,9 +1217,6 @@ def launch(
     ws_w16 = half(D_IOU * D_IOU + N_HYP * D_HYP * D_HYP, fl["CVT_W"])
     ws_i16 = half(D_IOU * C_IN + N_HYP * D_HYP * C_IN, fl["CVT_I"])
     ws_x16 = half(m * C_IN * (1 + N_HYP), fl["CVT_X"])
-    on, osp = cfg.o[0], cfg.o_split
-    n_ot = _cdiv(D_IOU, on) + N_HYP * _cdiv(D_HYP, on) if osp > 1 else 0  # O tiles with split partials
-    ws_op = torch.empty(max(1, n_ot * osp * (32 * on + 32)), dtype=torch.float32, device=device)
     nq, nt = _tile_counts(m, cfg)
     (qm, qn, qks, _), (tm, tn, tks, _) = cfg.q, cfg.t
     ws_qp = torch.empty(max(1, nq * _cdiv(D_IOU, qks) * qm * qn), dtype=torch.float32, device=device)
@@ -1260,7 +1224,7 @@ def launch(
     ws_tp = torch.empty(max(1, tp_elems), dtype=torch.float32, device=device)
     ws_cs2 = torch.empty(_cdiv(m, cfg.p[0]) * 2048, dtype=torch.float32, device=device)
     ws_cs1 = torch.empty(_cdiv(m, qm) * 2048, dtype=torch.float32, device=device)
-    buf = _counters(device, nq + nt + n_ot)  # tile counters: Q's, T's, then O's split tiles
+    buf = _counters(device, nq + nt)
     # this call's counter set; the flip waits for the launch to be issued: a launch that raises (e.g. out of
     # shared memory) must not leave the next call on the set this one would have zeroed (the next call would
     # start from the previous call's counts and spin on targets it never reaches: a GPU hang, session 12)
@@ -1281,7 +1245,6 @@ def launch(
         ws_w16,
         ws_i16,
         ws_x16,
-        ws_op,
         buf[par * _HDR :],
         buf[(1 - par) * _HDR :],
         buf[_CNT_TILES:],
@@ -1320,7 +1283,6 @@ def launch(
         CVT_X=fl["CVT_X"],
         CVE=cfg.cvt_block,
         RSS=fl["RSS"],
-        OSPL=cfg.o_split,
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

@@ -220,8 +220,8 @@ VARIANTS: dict[str, Config] = {
     # session 37: the M = 512 trace of b1n32_q1r256t1 has O's 32 items at 22 us each (8 dependent K chunks of H2r
     # from HBM, ~3 us a chunk whatever its width), holding a quarter of the SMs while Q, R, T and S queue: fewer,
     # wider O items (shipped for M > 192: b1n32_best_o128, b1n32_o128), larger or fewer K chunks, O first or after Q
-    # in ticket order. Measured and deleted (NOTES "Session 37", code in git at 7d8d8db): O folded into P
-    # (o_in_p) and O's products in fp32 FMA (o_precision "ieee")
+    # in ticket order. Measured and deleted (NOTES "Session 37"): O folded into P (o_in_p) and O's products in fp32
+    # FMA (o_precision "ieee"), code in git at 7d8d8db; O's M loop split over 2-4 items (o_split), at 3ff201c
     "b1n32_best_o128": R(_B1N32_BEST, o=(128, 64)),
     "b1n32_best_o256": R(_B1N32_BEST, o=(256, 32)),
     "b1n32_best_o128k128": R(_B1N32_BEST, o=(128, 128)),
@@ -232,14 +232,6 @@ VARIANTS: dict[str, Config] = {
     "b1n32_o128": R(_B1N32, o=(128, 64)),
     "b1n32_o64k128": R(_B1N32, o=(64, 128)),
     "b1n32_o128_pqo": R(_B1N32, o=(128, 64), order="PQORTS"),
-    # O as the tail of b1n32_best_o128 at M = 512 (16 items, 8.0 -> 32.5 us of a 33.2 us span): its K = M loop in 2 or 4
-    # M ranges per tile (o_split), the same chunks on 2-4x the items, the last item of a tile adding the partials
-    "b1n32_best_o128s2": R(_B1N32_BEST, o=(128, 64), o_split=2),
-    "b1n32_best_o128s4": R(_B1N32_BEST, o=(128, 64), o_split=4),
-    "b1n32_best_o256s2": R(_B1N32_BEST, o=(256, 32), o_split=2),
-    "b1n32_o128s2": R(_B1N32, o=(128, 64), o_split=2),
-    "s3_w4_x_os2": R(_S3W4, cvt="x", o_split=2),
-    "s3_w4_x_o128s2": R(_S3W4, cvt="x", o=(128, 64), o_split=2),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTS"
