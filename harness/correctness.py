@@ -72,12 +72,38 @@ def _worst_elements(
     return rows
 
 
+def _element_errors(
+    out: torch.Tensor, ref: torch.Tensor, tolerance: ToleranceSpec
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(keep, |error|, allowed error, failed) per element of two fp32 tensors. keep drops matching -inf positions
+    when allow_negative_inf; failed is |x - y| > atol + rtol |y| or a non-finite difference (NaN or inf on either
+    side), among the kept positions."""
+    if tolerance.allow_negative_inf:
+        keep = ~((out == -math.inf) & (ref == -math.inf))
+    else:
+        keep = torch.ones_like(out, dtype=torch.bool)
+    zero = torch.zeros((), dtype=torch.float32, device=out.device)
+    abs_err = torch.where(keep, out - ref, zero).abs()
+    allowed = tolerance.max_atol + tolerance.max_rtol * torch.where(keep, ref, zero).abs()
+    failed = ((abs_err > allowed) | ~torch.isfinite(abs_err)) & keep
+    return keep, abs_err, allowed, failed
+
+
+def failed_elements(output: torch.Tensor, reference: torch.Tensor, tolerance: ToleranceSpec) -> torch.Tensor:
+    """The elements that fail the official per-element rule (a bool tensor of output's shape): what
+    compute_error_stats counts against the matched ratio, non-finite elements included. For diagnostics that need
+    to know where an output is wrong (e.g. which items or token ranges)."""
+    return _element_errors(
+        output.detach().to(torch.float32), reference.detach().to(torch.float32), tolerance
+    )[3]
+
+
 def compute_error_stats(
     output: torch.Tensor, reference: torch.Tensor, tolerance: ToleranceSpec, *, worst: int = 5
 ) -> ErrorStats:
     out = output.detach().to(torch.float32)
     ref = reference.detach().to(torch.float32)
-    atol, rtol = tolerance.max_atol, tolerance.max_rtol
+    atol = tolerance.max_atol
 
     # 1. non-finite anywhere fails, even where both sides agree (matching -inf only with allow_negative_inf)
     bad_out = ~torch.isfinite(out)
@@ -101,15 +127,12 @@ def compute_error_stats(
         return ErrorStats(False, ref_norm, ref_norm, matched_ratio=0.0, reason="all-zero")
 
     # 3. drop matching -inf positions when allowed (masked, not compacted, so reported indices stay real)
-    keep = ~both_neg_inf if tolerance.allow_negative_inf else torch.ones_like(out, dtype=torch.bool)
+    keep, abs_err, allowed, failed = _element_errors(out, ref, tolerance)
     n_kept = int(keep.sum())
     if n_kept == 0:
         return ErrorStats(True, 0.0, 0.0)
 
     zero = torch.zeros((), dtype=torch.float32, device=out.device)
-    abs_err = torch.where(keep, out - ref, zero).abs()
-    allowed = atol + rtol * torch.where(keep, ref, zero).abs()
-    failed = ((abs_err > allowed) | ~torch.isfinite(abs_err)) & keep
     n_failed = int(failed.sum())
     matched = min(1.0, max(0.0, 1.0 - n_failed / n_kept))
     max_abs = float(abs_err[keep].max())

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from harness.correctness import ErrorStats, aggregate, check_outputs, compute_error_stats
+from harness.correctness import ErrorStats, aggregate, check_outputs, compute_error_stats, failed_elements
 from harness.schema import Environment, Evaluation, ToleranceSpec, Trace, Workload
 
 INF, NAN = math.inf, math.nan
@@ -351,3 +351,27 @@ def test_check_outputs_keeps_the_worst_output_and_round():
     # the kept worst survives a better round; a non-finite output is an infinite ratio
     res = check_outputs([good, torch.full((10,), math.nan)], [ref, ref], ["a", "b"], t, res)
     assert res["worst_output"] == "b" and res["worst_ratio"] == math.inf and res["min_matched"] == 0.0
+
+
+def test_failed_elements_is_the_rule_compute_error_stats_counts():
+    """The element mask of the official rule: its count is what the matched ratio is made of, at the boundary too."""
+    torch.manual_seed(3)
+    ref = torch.randn(64, 33)
+    out = ref.clone()
+    spec = tol(max_atol=1e-3)
+    out[3, 4] += 2e-3 + 1e-2 * ref[3, 4].abs()  # beyond atol + rtol |ref|
+    out[10, :5] -= 1.0
+    out[11, 2] += 0.5e-3  # within atol
+    mask = failed_elements(out, ref, spec)
+    assert mask.shape == out.shape and mask.dtype == torch.bool
+    assert mask[3, 4] and mask[10, :5].all() and not mask[11, 2] and int(mask.sum()) == 6
+    got = compute_error_stats(out, ref, spec)
+    assert got.matched_ratio == pytest.approx(1.0 - 6 / mask.numel())
+
+
+def test_failed_elements_marks_non_finite_and_exempts_matching_negative_inf():
+    ref = torch.tensor([1.0, 2.0, -math.inf, -math.inf, 3.0])
+    out = torch.tensor([math.nan, math.inf, -math.inf, 0.0, 3.0])
+    assert failed_elements(out, ref, tol()).tolist() == [True, True, True, True, False]
+    allowed = failed_elements(out, ref, tol(allow_negative_inf=True))
+    assert allowed.tolist() == [True, True, False, True, False]

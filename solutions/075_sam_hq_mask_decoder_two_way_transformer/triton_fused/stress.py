@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 import tune  # noqa: E402  (the variants; it loads kernel.py as tune.kernel)
 
+from harness.correctness import failed_elements  # noqa: E402
 from harness.inputs import allocate_outputs, gen_inputs, resolve_axes  # noqa: E402
 from harness.tasks import load_task  # noqa: E402
 
@@ -37,7 +38,6 @@ for wi in map(int, os.environ.get("WLS", "12,5,16,1,6").split(",")):
             torch.manual_seed(1000 * wi + s)
             ins = gen_inputs(task.definition, w, device="cuda")
             refs = task.reference(*ins)
-            lim = [tol.max_atol + tol.max_rtol * r.abs() for r in refs]
             for i in range(int(os.environ.get("CALLS", "400"))):
                 name = names[i % len(names)]
                 outs = allocate_outputs(task.definition, axes, device="cuda")
@@ -48,9 +48,7 @@ for wi in map(int, os.environ.get("WLS", "12,5,16,1,6").split(",")):
                 kernel.launch(ins, outs, tune.VARIANTS[name])
                 torch.cuda.synchronize()
                 calls += 1
-                wrong = [
-                    ((o - r).abs() > lim_o) | o.isnan() for o, r, lim_o in zip(outs, refs, lim, strict=True)
-                ]
+                wrong = [failed_elements(o, r, tol) for o, r in zip(outs, refs, strict=True)]
                 nw = [int(x.sum()) for x in wrong]
                 if any(nw):
                     bad += 1
