@@ -180,6 +180,27 @@ CASES = {
             rs_split=4,
         ),
     ),
+    # fuse "ts": the item that finishes a Q tile adds its dx share (atomics into dx zeroed by P) and stores its
+    # dW_in rows and db_in (one Q row tile covers M = 3); no T / S items, no D1 workspace
+    "m3-fuse-ts": ((1, 3), dict(fuse="ts")),
+    # fuse "t" only (S items read D1 as before); fuse "s" only (T items with last-arriver sums)
+    "m3-fuse-t": ((3, 1), dict(fuse="t")),
+    "m3-fuse-s": ((3, 1), dict(fuse="s", t_atomic=False)),
+    # two Q row tiles (M = 70): dW_in / db_in by atomics into zeros (P's zero items, P's first row tile)
+    "m70-fuse-ts": ((2, 35), dict(fuse="ts")),
+    # 128-row Q tiles, K loops, the fp16 copies of W_in and X read by the finisher, 2 row tiles (M = 131)
+    "m131-fuse-ts-cvt": (
+        (1, 131),
+        dict(
+            fuse="ts",
+            q=(128, 128, 512, 128),
+            t=(128, 256, 512, 256),
+            prefetch=False,
+            single_k=False,
+            cvt="whix",
+            cvt_block=65536,
+        ),
+    ),
 }
 
 
@@ -188,9 +209,12 @@ CASES = {
 def test_any_m(kernel, case):
     (batch, points), changes = CASES[case]
     task, args, outs = _case(batch, points, seed=batch * 1000 + points)
-    kernel.launch(args, outs, _big(kernel, **changes))
+    cfg = _big(kernel, **changes)
+    kernel.launch(args, outs, cfg)
     _check(task, args, outs, CVT_BOUND if changes.get("cvt") else ABS_BOUND)
     _check_counters(kernel)
+    sizes = kernel._stage_sizes(batch * points, cfg)
+    assert (sizes["T"] == 0) == ("t" in cfg.fuse) and (sizes["S"] == 0) == ("s" in cfg.fuse)
 
 
 def test_masks_come_from_pre_activations(kernel):
@@ -277,9 +301,21 @@ def test_config_table_and_validation(kernel):
         dataclasses.replace(kernel.DEFAULT_CONFIG, rs_split=3)
     with pytest.raises(ValueError):  # P zeroes dW_in, which S adds into: S must wait (via Q) for P
         dataclasses.replace(kernel.DEFAULT_CONFIG, q_recompute=True, rs_split=2, q=(64, 64, 256, 64))
+    with pytest.raises(ValueError):
+        dataclasses.replace(kernel.DEFAULT_CONFIG, fuse="tx")
+    with pytest.raises(ValueError):  # fused stages need one finisher per Q tile, after P zeroed dx
+        dataclasses.replace(kernel.DEFAULT_CONFIG, fuse="t", q_atomic=True)
+    with pytest.raises(ValueError):
+        dataclasses.replace(kernel.DEFAULT_CONFIG, fuse="t", q_recompute=True, q=(64, 64, 256, 64))
+    with pytest.raises(ValueError):
+        dataclasses.replace(kernel.DEFAULT_CONFIG, fuse="s", rs_split=2)
+    fused = dataclasses.replace(kernel.DEFAULT_CONFIG, fuse="ts")
+    assert (fused.flags(64)["FUSE_S"], fused.flags(65)["FUSE_S"]) == (1, 2)  # stores while one Q row tile
     # copies only where the operand is loaded after the wait (not prefetched, not single-chunk)
     flags = dataclasses.replace(kernel.DEFAULT_CONFIG, cvt="whix", rs_split=2).flags(64)
     assert flags == {
+        "FUSE_T": False,
+        "FUSE_S": 0,
         "SINGLE_K": True,
         "CVT_W": False,
         "CVT_I": False,
@@ -289,6 +325,8 @@ def test_config_table_and_validation(kernel):
     }
     flags = dataclasses.replace(kernel.DEFAULT_CONFIG, cvt="hx", prefetch=False, rs_split=2).flags(1000)
     assert flags == {
+        "FUSE_T": False,
+        "FUSE_S": 0,
         "SINGLE_K": False,
         "CVT_W": False,
         "CVT_I": False,

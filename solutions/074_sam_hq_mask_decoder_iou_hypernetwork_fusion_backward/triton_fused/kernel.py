@@ -116,6 +116,10 @@ class Config:
     cvt_block: int = 16384  # weight elements per conversion item ("w", "i": extra items of stage P)
     rs_split: int = 1  # R and S K loops (K = M) split into this many M ranges per tile; the items add into
     # dW_hid / dW_in (zeroed by extra P items, `cvt_block` elements each) with atomics; not with single_k
+    fuse: str = ""  # stages done by the item that finishes a Q tile instead of their own items: "t" adds
+    # D1_tile @ W_in[tile's D range] into dx (atomics into dx zeroed by P), "s" D1_tile^T @ X[tile's rows] into
+    # dW_in and the tile's column sums into db_in (stores where one Q row tile covers M, else atomics into
+    # dW_in / db_in zeroed by P); both: no D1 workspace at all, and no T / S items (the chain ends at Q)
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -146,6 +150,14 @@ class Config:
             raise ValueError(f"Config.cvt: expected distinct letters of {_CVT!r}, got {self.cvt!r}")
         if self.q_recompute and (self.q_atomic or set(self.cvt) & set("wix")):
             raise ValueError("Config: q_atomic and cvt 'w', 'i', 'x' need Q to wait for P (not q_recompute)")
+        if set(self.fuse) - set("ts") or len(set(self.fuse)) != len(self.fuse):
+            raise ValueError(f"Config.fuse: expected distinct letters of 'ts', got {self.fuse!r}")
+        if self.fuse and (self.q_atomic or self.q_recompute):
+            raise ValueError(
+                "Config.fuse: needs Q tiles finished by one item (not q_atomic) after P (not q_recompute)"
+            )
+        if "s" in self.fuse and self.rs_split > 1:
+            raise ValueError("Config.fuse 's': S has no items to split (rs_split 1)")
         if sorted(self.order) != sorted(_STAGES):
             raise ValueError(f"Config.order: expected a permutation of {_STAGES!r}, got {self.order!r}")
         pos = {c: i for i, c in enumerate(self.order)}
@@ -155,10 +167,13 @@ class Config:
                 raise ValueError(f"Config.order: {a} must come before {b} (it waits for it)")
 
     def flags(self, m: int) -> dict[str, bool | int]:
-        """The kernel's path switches for M rows: SINGLE_K and the conversions that take effect (an operand
-        is read from its fp16 copy only where it is loaded after the wait: K loops, not prefetches)."""
+        """The kernel's path switches for M rows: SINGLE_K, the conversions that take effect (an operand
+        is read from its fp16 copy only where it is loaded after the wait: K loops, not prefetches), and the
+        fused stages (FUSE_S 1: stores, one Q row tile covers M; 2: atomics into zeroed dW_in / db_in)."""
         single_k = self.single_k and m <= min(self.r[2], self.s[2])
         return {
+            "FUSE_T": "t" in self.fuse,
+            "FUSE_S": 0 if "s" not in self.fuse else (1 if m <= self.q[0] else 2),
             "SINGLE_K": single_k,
             "CVT_W": "w" in self.cvt and not self.prefetch,
             "CVT_I": "i" in self.cvt and not self.prefetch,
@@ -556,6 +571,47 @@ def _reduce_split(acc, part, tile_cnt, ks, nsplit, SMAX: tl.constexpr, BR: tl.co
 
 
 @triton.jit
+def _fused_ts(
+    v, rr, cc, M, D, is_iou, j, dx_iou, dx_hyp, w_in, x, ld_x, dw_in, db_in,
+    BR: tl.constexpr, BC: tl.constexpr, PREC: tl.constexpr, FUSE_T: tl.constexpr, FUSE_S: tl.constexpr,
+):  # fmt: skip
+    """Config.fuse: the finished D1 tile v [BR rows rr of M, BC columns cc of D] (masked, zero outside M x D)
+    does T's and S's share of it. FUSE_T: dx[rr, :] += v @ W_in[cc, :] (fp32 atomics; P zeroed dx). FUSE_S:
+    dW_in[cc, :] = v^T @ X[rr, :] and db_in[cc] = the column sums of v, stored (1: rr covers all of M) or added
+    (2: into zeros that P wrote). The operands take the rounding the T / S items give them (PREC; D1 as the
+    fp16 workspace holds it), in 128-column halves of the 256 inputs (accumulators of at most [BR, 128])."""
+    r_ok = rr < M
+    c_ok = cc < D
+    h = tl.arange(0, 128)
+    cs = tl.sum(v, axis=0)  # fp32, as the Q tiles' column sums that S items add up
+    if PREC == "fp16":
+        v = v.to(tl.float16)
+    if FUSE_T:
+        dx = _sel(is_iou, dx_iou, dx_hyp + j * 256)
+        ld_dx = _sel(is_iou, 256, 1024)
+        for half in tl.static_range(2):
+            cx = half * 128 + h
+            w = tl.load(w_in + cc[:, None] * 256 + cx[None, :], mask=c_ok[:, None], other=0.0)
+            part = _mma(v, w, tl.zeros((BR, 128), dtype=tl.float32), PREC)
+            tl.atomic_add(dx + rr[:, None] * ld_dx + cx[None, :], part, mask=r_ok[:, None], sem="relaxed")
+    if FUSE_S > 0:
+        vt = tl.trans(v)  # [BC, BR]
+        for half in tl.static_range(2):
+            cx = half * 128 + h
+            xs = tl.load(x + rr[:, None] * ld_x + cx[None, :], mask=r_ok[:, None], other=0.0)
+            part = _mma(vt, xs, tl.zeros((BC, 128), dtype=tl.float32), PREC)
+            dst = dw_in + cc[:, None] * 256 + cx[None, :]
+            if FUSE_S == 1:
+                tl.store(dst, part, mask=c_ok[:, None])
+            else:
+                tl.atomic_add(dst, part, mask=c_ok[:, None], sem="relaxed")
+        if FUSE_S == 1:
+            tl.store(db_in + cc, cs, mask=c_ok)
+        else:
+            tl.atomic_add(db_in + cc, cs, mask=c_ok, sem="relaxed")
+
+
+@triton.jit
 def _split(u, n_iou, n_hyp):
     """Item u of a stage -> (mlp, local index): the IoU items first, then n_hyp items per hypernetwork."""
     is_hyp = u >= n_iou
@@ -673,6 +729,8 @@ def _fused_bwd_kernel(
     CVT_X: tl.constexpr = False,
     CVE: tl.constexpr = 16384,  # weight elements per conversion item
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
+    FUSE_T: tl.constexpr = False,  # Config.fuse "t": the Q tile's finisher adds its share of dx; no T items
+    FUSE_S: tl.constexpr = 0,  # Config.fuse "s" (Config.flags): its share of dW_in / db_in; no S items
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -695,8 +753,11 @@ def _fused_bwd_kernel(
     NCW_H: tl.constexpr = (256 * 256 // CVE) * CVT_W
     NCI_I: tl.constexpr = (1024 * 256 // CVE) * CVT_I
     NCI_H: tl.constexpr = (256 * 256 // CVE) * CVT_I
-    NZ_I: tl.constexpr = ((1024 * 1024 + 1024 * 256) // CVE) * (RSS > 1)  # zero items: dW_hid, dW_in
-    NZ_H: tl.constexpr = ((256 * 256 + 256 * 256) // CVE) * (RSS > 1)
+    # zero items: dW_hid (RSS > 1), then dW_in (RSS > 1, or S fused with atomics)
+    NZW_I: tl.constexpr = (1024 * 1024 // CVE) * (RSS > 1)
+    NZW_H: tl.constexpr = (256 * 256 // CVE) * (RSS > 1)
+    NZ_I: tl.constexpr = NZW_I + (1024 * 256 // CVE) * ((RSS > 1) or (FUSE_S == 2))
+    NZ_H: tl.constexpr = NZW_H + (256 * 256 // CVE) * ((RSS > 1) or (FUSE_S == 2))
     mt_p = tl.cdiv(M, PM)
     np_i = mt_p * ((1024 + PN - 1) // PN) + NCW_I + NCI_I + NZ_I
     np_h = mt_p * ((256 + PN - 1) // PN) + NCW_H + NCI_H + NZ_H
@@ -720,8 +781,8 @@ def _fused_bwd_kernel(
     n1 = no_i + 4 * no_h
     n2 = nq_i * sq_i + 4 * nq_h * sq_h
     n3 = nr_i + 4 * nr_h
-    n4 = nt_i * st_i + 4 * nt_h * st_h
-    n5 = ns_i + 4 * ns_h
+    n4 = (nt_i * st_i + 4 * nt_h * st_h) * (not FUSE_T)
+    n5 = (ns_i + 4 * ns_h) * (FUSE_S == 0)
 
     # ---- locate the item: stage (in ORDER), index u inside the stage -------------------------------
     stage = zero - 1
@@ -760,6 +821,7 @@ def _fused_bwd_kernel(
     ncw = _sel(is_iou, NCW_I, NCW_H)  # conversion items of this MLP (W_hid, W_in)
     nci = _sel(is_iou, NCI_I, NCI_H)
     nz = _sel(is_iou, NZ_I, NZ_H)
+    nzw = _sel(is_iou, NZW_I, NZW_H)  # of which dW_hid's
     p_target = mt_p * tl.cdiv(D, PN) + ncw + nci + nz  # P items of this MLP
     dw_hid = _sel(is_iou, dw_hid_iou, dw_hid_hyp + j * 65536)
     dw_in = _sel(is_iou, dw_in_iou, dw_in_hyp + j * 65536)
@@ -780,7 +842,7 @@ def _fused_bwd_kernel(
         # (+ its column sums into ws_cs2[row tile], for db_hid)
         n_c = tl.cdiv(D, PN)
         n_tiles = mt_p * n_c
-        if CVT_W or CVT_I or RSS > 1:
+        if CVT_W or CVT_I or RSS > 1 or FUSE_S == 2:
             is_cv = lt >= n_tiles
         else:
             is_cv = False
@@ -798,9 +860,8 @@ def _fused_bwd_kernel(
                 e = e0 + tl.arange(0, CVE)
                 tl.store(dst + e, tl.load(src + e).to(tl.float16))
             else:
-                # zero item (RSS > 1): a block of CVE elements of dW_hid (blocks first) or dW_in
+                # zero item (RSS > 1, FUSE_S 2): a block of CVE elements of dW_hid (blocks first) or dW_in
                 z = c - ncw - nci
-                nzw = (D * D) // CVE
                 dz = dw_in + (z - nzw) * CVE
                 if z < nzw:
                     dz = dw_hid + z * CVE
@@ -830,15 +891,15 @@ def _fused_bwd_kernel(
                 tl.store(h1r16 + offs, h1r_v.to(tl.float16), mask=msk)
             if CVT_X:
                 tl.store(x16 + x_offs, x_v.to(tl.float16), mask=x_msk)
-            if Q_ATOMIC and RSS > 1:
-                if mt == 0:  # S items add their parts of db_in (D1's column sums)
+            if (Q_ATOMIC and RSS > 1) or FUSE_S == 2:
+                if mt == 0:  # S items (or Q tiles, FUSE_S) add their parts of db_in (D1's column sums)
                     tl.store(db_in + cc, tl.zeros((PN,), dtype=tl.float32), mask=cc < D)
             if Q_ATOMIC:
-                # Q adds its split partials into D1 (fp32): zero it; dx likewise when T adds into it
+                # Q adds its split partials into D1 (fp32): zero it
                 tl.store(d1 + offs, tl.zeros((PM, PN), dtype=d1.dtype.element_ty), mask=msk)
-                if T_ATOMIC:
-                    dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
-                    tl.store(dx_z + x_offs, tl.zeros((PM, PN), dtype=tl.float32), mask=x_msk)
+            if (Q_ATOMIC and T_ATOMIC) or FUSE_T:  # T (or the Q tiles, FUSE_T) add into dx: zero it
+                dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
+                tl.store(dx_z + x_offs, tl.zeros((PM, PN), dtype=tl.float32), mask=x_msk)
         _signal(cnt + (_CNT_P + mlp) * _LINE)
     elif stage == 1:
         # O: dW_out[k, n] = sum_m G[m, k] H2r[m, n]; db_out[k] = sum_m G[m, k]
@@ -925,9 +986,15 @@ def _fused_bwd_kernel(
             else:
                 pre1 = tl.load(h1 + offs, mask=msk, other=0.0)
             v_q = tl.where(pre1 > 0, acc_q, 0.0)
-            tl.store(d1 + offs, v_q.to(d1.dtype.element_ty), mask=msk)
-            tl.store(ws_cs1 + (tile // n_c) * 2048 + col0 + cc, tl.sum(v_q, axis=0), mask=cc < D)
-            if T_ATOMIC:
+            if not (FUSE_T and FUSE_S > 0):  # T or S items read D1 (and S the tile column sums)
+                tl.store(d1 + offs, v_q.to(d1.dtype.element_ty), mask=msk)
+                tl.store(ws_cs1 + (tile // n_c) * 2048 + col0 + cc, tl.sum(v_q, axis=0), mask=cc < D)
+            if FUSE_T or FUSE_S > 0:
+                _fused_ts(
+                    v_q, rr, cc, M, D, is_iou, j, dx_iou, dx_hyp, w_in16 if CVT_I else w_in, x16 if CVT_X else x,
+                    ld_x, dw_in, db_in, QM, QN, PREC, FUSE_T, FUSE_S,
+                )  # fmt: skip
+            if T_ATOMIC and not FUSE_T:
                 # zero dx[rows of this tile, cols off_c .. off_c + QN] (inside 0..255): T adds into it
                 dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
                 ld_dx_z = _sel(is_iou, 256, 1024)
@@ -1125,6 +1192,11 @@ def _stage_sizes(m: int, cfg: Config) -> dict[str, int]:
     if rss > 1:  # zero items: dW_hid and dW_in
         cv_i += D_IOU * D_IOU + D_IOU * C_IN
         cv_h += D_HYP * D_HYP + D_HYP * C_IN
+    elif fl["FUSE_S"] == 2:  # zero items: dW_in (the Q tiles add into it)
+        cv_i += D_IOU * C_IN
+        cv_h += D_HYP * C_IN
+    t_items = 0 if fl["FUSE_T"] else 1
+    s_items = 0 if fl["FUSE_S"] else 1
 
     def both(ti: int, th: int, si: int = 1, sh: int = 1) -> int:
         return ti * si + N_HYP * th * sh
@@ -1142,13 +1214,14 @@ def _stage_sizes(m: int, cfg: Config) -> dict[str, int]:
             _cdiv(D_HYP, qks),
         ),
         "R": both(_cdiv(D_IOU, rm) * _cdiv(D_IOU, rn), _cdiv(D_HYP, rm) * _cdiv(D_HYP, rn), rss, rss),
-        "T": both(
+        "T": t_items
+        * both(
             _cdiv(m, tm) * _cdiv(C_IN, tn),
             _cdiv(m, tm) * _cdiv(C_IN, tn),
             _cdiv(D_IOU, tks),
             _cdiv(D_HYP, tks),
         ),
-        "S": both(_cdiv(D_IOU, sm) * _cdiv(C_IN, sn), _cdiv(D_HYP, sm) * _cdiv(C_IN, sn), rss, rss),
+        "S": s_items * both(_cdiv(D_IOU, sm) * _cdiv(C_IN, sn), _cdiv(D_HYP, sm) * _cdiv(C_IN, sn), rss, rss),
     }
 
 
@@ -1283,6 +1356,8 @@ def launch(
         CVT_X=fl["CVT_X"],
         CVE=cfg.cvt_block,
         RSS=fl["RSS"],
+        FUSE_T=fl["FUSE_T"],
+        FUSE_S=fl["FUSE_S"],
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

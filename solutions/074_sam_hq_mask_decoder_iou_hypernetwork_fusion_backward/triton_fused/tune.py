@@ -248,6 +248,27 @@ VARIANTS: dict[str, Config] = {
         t=(128, 128, 1024, 128),
         r=(128, 128, 128),
     ),
+    # session 38: four pipeline stages instead of three for the M > 384 variant's K loops (R's 128 x 256 tiles:
+    # 4 x 48 KB of stages) and the M 193..384 one
+    "b1n32_best_o128_ns4": R(_B1N32_BEST, o=(128, 64), num_stages=4),
+    "b1n32_o128_ns4": R(_B1N32, o=(128, 64), num_stages=4),
+    # session 38: T and S (which wait for Q) ahead of R (which waits for P only) in ticket order, so that the long R
+    # items fill the SMs after them instead of holding slots while T / S queue; and two programs per SM for the
+    # 96 KB build of the M 193..384 variant (a 128-register cap)
+    "b1n32_best_o128_tsr": R(_B1N32_BEST, o=(128, 64), order="POQTSR"),
+    "b1n32_best_o128_qtsr": R(_B1N32_BEST, o=(128, 64), order="PQTSRO"),
+    "b1n32_o128_tsr": R(_B1N32, o=(128, 64), order="POQTSR"),
+    "b1n32_o128_cap": R(_B1N32, o=(128, 64), maxnreg=128),
+    # session 38: T and S fused into the item that finishes a Q tile (Config.fuse): no T / S items, no D1
+    # workspace with both; the chain P -> Q -> T / S loses its last hop
+    "s3hx_ts": R(_S3HX, fuse="ts"),
+    "s3hx_t": R(_S3HX, fuse="t"),
+    "s3_w4_x_ts": R(_S3W4, cvt="x", fuse="ts"),
+    "s3_w4_x_t": R(_S3W4, cvt="x", fuse="t"),
+    "b1n32_o128_ts": R(_B1N32, o=(128, 64), fuse="ts"),
+    "b1n32_o128_t": R(_B1N32, o=(128, 64), fuse="t"),
+    "b1n32_best_o128_ts": R(_B1N32_BEST, o=(128, 64), fuse="ts"),
+    "b1n32_best_o128_t": R(_B1N32_BEST, o=(128, 64), fuse="t"),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTS"
@@ -339,6 +360,11 @@ def main() -> None:
     parser.add_argument("--trace", default="", help="variants to trace (TRACE builds), comma-separated")
     parser.add_argument(
         "--trace-workloads", default="", help="workload indices to trace (default: min and max M)"
+    )
+    parser.add_argument(
+        "--trace-raw",
+        action="store_true",
+        help="keep every item's record of the median traced run in the report",
     )
     parser.add_argument(
         "--budget-s", type=float, default=1e9, help="start no new variant after this many seconds"
@@ -514,9 +540,21 @@ def main() -> None:
                 kernel.launch(inputs, outs, cfg, trace=rec)
                 sync()
                 if k >= 2:
-                    runs.append(trace_summary(rec.view(-1, 6), n))
+                    summary = trace_summary(rec.view(-1, 6), n)
+                    raw = rec.view(-1, 6)[:n].cpu()
+                    base = int(raw[:, 0].min())
+                    summary["_raw"] = [
+                        [i, int(r[0]) - base, int(r[1]) - base, int(r[2]), int(r[3]), int(r[4]), int(r[5])]
+                        for i, r in enumerate(raw.tolist())
+                    ]
+                    runs.append(summary)
             runs.sort(key=lambda r: r["span_us"])
             med = runs[len(runs) // 2]
+            # every item of the median run: [ticket, start ns, end ns, wait cycles, end cycles, meta, lt]
+            if args.trace_raw:
+                med["raw"] = med.pop("_raw")
+            for r in runs:
+                r.pop("_raw", None)
             med["spans_us"] = [r["span_us"] for r in runs]
             ok = check(outs, cases[i][-1][1], out_names, workloads[i].tolerance)
             med["passed"] = ok["passed"]
