@@ -180,25 +180,55 @@ CASES = {
             rs_split=4,
         ),
     ),
-    # fuse "ts": the item that finishes a Q tile adds its dx share (atomics into dx zeroed by P) and stores its
-    # dW_in rows and db_in (one Q row tile covers M = 3); no T / S items, no D1 workspace
-    "m3-fuse-ts": ((1, 3), dict(fuse="ts")),
-    # fuse "t" only (S items read D1 as before); fuse "s" only (T items with last-arriver sums)
-    "m3-fuse-t": ((3, 1), dict(fuse="t")),
-    "m3-fuse-s": ((3, 1), dict(fuse="s", t_atomic=False)),
-    # two Q row tiles (M = 70): dW_in / db_in by atomics into zeros (P's zero items, P's first row tile)
-    "m70-fuse-ts": ((2, 35), dict(fuse="ts")),
-    # 128-row Q tiles, K loops, the fp16 copies of W_in and X read by the finisher, 2 row tiles (M = 131)
-    "m131-fuse-ts-cvt": (
-        (1, 131),
+    # cvt_stage: every fp16 copy by items of stages W (W_hid: Q waits) and C (W_in, H1r, X: T, R, S wait), P's
+    # tiles computing D2 alone; 2 row tiles (M = 70), K loops, H1r / X blocks ending inside a block
+    "m70-cvt-stage": (
+        (2, 35),
         dict(
-            fuse="ts",
-            q=(128, 128, 512, 128),
-            t=(128, 256, 512, 256),
+            q=(64, 128, 256, 128),
+            t=(64, 256, 256, 128),
+            r=(256, 256, 32),
+            s=(256, 256, 32),
             prefetch=False,
             single_k=False,
             cvt="whix",
             cvt_block=65536,
+            cvt_stage=True,
+            order="PWCOQRTS",
+        ),
+    ),
+    # the same with small blocks (80 W items) and another order (C first, O between P and W); M = 20, 16-row P tiles
+    "m20-cvt-stage": (
+        (4, 5),
+        dict(
+            p=(16, 256),
+            q=(64, 128, 512, 256),
+            t=(64, 256, 512, 256),
+            r=(256, 256, 16),
+            s=(256, 256, 16),
+            prefetch=False,
+            single_k=False,
+            t_atomic=False,
+            cvt="whix",
+            cvt_block=16384,
+            cvt_stage=True,
+            order="CPOWQRTS",
+        ),
+    ),
+    # only H1r and X copied (stage W empty), M = 131: X blocks of hypernetwork rows (a stride of 1024)
+    "m131-cvt-stage-hx": (
+        (1, 131),
+        dict(
+            q=(128, 128, 512, 128),
+            t=(128, 256, 512, 256),
+            r=(256, 256, 64),
+            s=(256, 256, 64),
+            prefetch=False,
+            single_k=False,
+            cvt="hx",
+            cvt_block=32768,
+            cvt_stage=True,
+            order="PWCQOSTR",
         ),
     ),
 }
@@ -214,7 +244,14 @@ def test_any_m(kernel, case):
     _check(task, args, outs, CVT_BOUND if changes.get("cvt") else ABS_BOUND)
     _check_counters(kernel)
     sizes = kernel._stage_sizes(batch * points, cfg)
-    assert (sizes["T"] == 0) == ("t" in cfg.fuse) and (sizes["S"] == 0) == ("s" in cfg.fuse)
+    if cfg.cvt_stage:  # the copies' items are in W / C, none in P (P's tiles: D2 only)
+        fl = cfg.flags(batch * points)
+        assert (sizes["W"] > 0) == fl["CVT_W"] and (sizes["C"] > 0) == (
+            fl["CVT_I"] or fl["CVT_H"] or fl["CVT_X"]
+        )
+        assert sizes["P"] == kernel._stage_sizes(batch * points, dataclasses.replace(cfg, cvt=""))["P"]
+    else:
+        assert sizes["W"] == sizes["C"] == 0
 
 
 def test_masks_come_from_pre_activations(kernel):
@@ -263,7 +300,12 @@ def test_failed_launch_keeps_the_counter_set(kernel, monkeypatch):
 
 #: The tune.py variant each CONFIG_TABLE band ships (NOTES.md holds their measurements): the table must not
 #: drift from what was measured.
-MEASURED_BANDS = {96: "s3_hx_nr_r128s128", 192: "s3_w4_x", 384: "b1n32_o128", 1 << 62: "b1n32_best_o128"}
+MEASURED_BANDS = {
+    96: "s3_hx_nr_r128s128",
+    192: "s3_w4_x_cs",
+    384: "b1n32_o128_cs",
+    1 << 62: "b1n32_best_o128",
+}
 
 
 def test_config_table_is_the_measured_variants(kernel):
@@ -301,21 +343,23 @@ def test_config_table_and_validation(kernel):
         dataclasses.replace(kernel.DEFAULT_CONFIG, rs_split=3)
     with pytest.raises(ValueError):  # P zeroes dW_in, which S adds into: S must wait (via Q) for P
         dataclasses.replace(kernel.DEFAULT_CONFIG, q_recompute=True, rs_split=2, q=(64, 64, 256, 64))
+    with pytest.raises(ValueError):  # cvt_stage: the order names W and C
+        dataclasses.replace(kernel.DEFAULT_CONFIG, cvt_stage=True)
+    with pytest.raises(ValueError):  # W and C only with cvt_stage
+        dataclasses.replace(kernel.DEFAULT_CONFIG, order="PWCOQRTS")
+    with pytest.raises(ValueError):  # Q waits for W (W_hid's copy)
+        dataclasses.replace(kernel.DEFAULT_CONFIG, cvt_stage=True, order="POQWCRTS")
+    with pytest.raises(ValueError):  # R, T, S wait for C
+        dataclasses.replace(kernel.DEFAULT_CONFIG, cvt_stage=True, order="PWOQRCTS")
     with pytest.raises(ValueError):
-        dataclasses.replace(kernel.DEFAULT_CONFIG, fuse="tx")
-    with pytest.raises(ValueError):  # fused stages need one finisher per Q tile, after P zeroed dx
-        dataclasses.replace(kernel.DEFAULT_CONFIG, fuse="t", q_atomic=True)
-    with pytest.raises(ValueError):
-        dataclasses.replace(kernel.DEFAULT_CONFIG, fuse="t", q_recompute=True, q=(64, 64, 256, 64))
-    with pytest.raises(ValueError):
-        dataclasses.replace(kernel.DEFAULT_CONFIG, fuse="s", rs_split=2)
-    fused = dataclasses.replace(kernel.DEFAULT_CONFIG, fuse="ts")
-    assert (fused.flags(64)["FUSE_S"], fused.flags(65)["FUSE_S"]) == (1, 2)  # stores while one Q row tile
+        dataclasses.replace(kernel.DEFAULT_CONFIG, cvt_stage=True, order="PWCOQRTS", rs_split=2)
+    # W and C, which have no items without cvt_stage, take the last positions of the ORDER code
+    assert kernel.DEFAULT_CONFIG.order_code() == sum(
+        "POQRTSWC".index(c) << (4 * i) for i, c in enumerate("POQRTSWC")
+    )
     # copies only where the operand is loaded after the wait (not prefetched, not single-chunk)
     flags = dataclasses.replace(kernel.DEFAULT_CONFIG, cvt="whix", rs_split=2).flags(64)
     assert flags == {
-        "FUSE_T": False,
-        "FUSE_S": 0,
         "SINGLE_K": True,
         "CVT_W": False,
         "CVT_I": False,
@@ -325,8 +369,6 @@ def test_config_table_and_validation(kernel):
     }
     flags = dataclasses.replace(kernel.DEFAULT_CONFIG, cvt="hx", prefetch=False, rs_split=2).flags(1000)
     assert flags == {
-        "FUSE_T": False,
-        "FUSE_S": 0,
         "SINGLE_K": False,
         "CVT_W": False,
         "CVT_I": False,

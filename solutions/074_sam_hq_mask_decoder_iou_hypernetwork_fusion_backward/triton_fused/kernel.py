@@ -73,17 +73,20 @@ KG_IOU = 4  # num_mask_tokens: IoU head outputs
 KG_HYP = 32  # output_channels: hypernetwork outputs
 N_HYP = 4  # number of hypernetwork MLPs
 
-# Counter buffer (int32): two header sets of 16 slots (ticket, P done per MLP, Q done per MLP), then per-tile
-# split-K counters (Q tiles, then T tiles). Every counter has its own 128-byte line (a stride of 32 ints):
-# programs that poll one counter, or bump another, do not queue on the same L2 line.
+# Counter buffer (int32): two header sets of 32 slots (ticket, P done per MLP, Q done per MLP, W and C done per
+# MLP with cvt_stage), then per-tile split-K counters (Q tiles, then T tiles). Every counter has its own 128-byte
+# line (a stride of 32 ints): programs that poll one counter, or bump another, do not queue on the same L2 line.
 _LINE = tl.constexpr(32)
 _CNT_P = tl.constexpr(1)
 _CNT_Q = tl.constexpr(6)
-_HDR = 16 * 32
+_CNT_W = tl.constexpr(11)
+_CNT_C = tl.constexpr(16)
+_SLOTS = tl.constexpr(32)
+_HDR = 32 * 32
 _CNT_TILES = 2 * _HDR
 
-# Stage numbers (the `order` string of a Config permutes them).
-_STAGES = "POQRTS"
+# Stage numbers (the `order` string of a Config permutes them; W and C have items only with cvt_stage).
+_STAGES = "POQRTSWC"
 
 _PRECISIONS = ("fp16", "tf32rn", "tf32", "tf32x3", "ieee")
 _CVT = "wihx"  # operands stage P can convert to fp16 (Config.cvt)
@@ -116,10 +119,10 @@ class Config:
     cvt_block: int = 16384  # weight elements per conversion item ("w", "i": extra items of stage P)
     rs_split: int = 1  # R and S K loops (K = M) split into this many M ranges per tile; the items add into
     # dW_hid / dW_in (zeroed by extra P items, `cvt_block` elements each) with atomics; not with single_k
-    fuse: str = ""  # stages done by the item that finishes a Q tile instead of their own items: "t" adds
-    # D1_tile @ W_in[tile's D range] into dx (atomics into dx zeroed by P), "s" D1_tile^T @ X[tile's rows] into
-    # dW_in and the tile's column sums into db_in (stores where one Q row tile covers M, else atomics into
-    # dW_in / db_in zeroed by P); both: no D1 workspace at all, and no T / S items (the chain ends at Q)
+    # the fp16 copies (cvt) made by items of their own stages instead of by P: "W" (W_hid, which Q waits for) and
+    # "C" (W_in, H1r, X: T, R, S wait for it), `cvt_block` elements each, with their own per-MLP counters; P's items
+    # then compute D2 alone (the order names W and C, e.g. "PWCOQRTS")
+    cvt_stage: bool = False
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -150,30 +153,24 @@ class Config:
             raise ValueError(f"Config.cvt: expected distinct letters of {_CVT!r}, got {self.cvt!r}")
         if self.q_recompute and (self.q_atomic or set(self.cvt) & set("wix")):
             raise ValueError("Config: q_atomic and cvt 'w', 'i', 'x' need Q to wait for P (not q_recompute)")
-        if set(self.fuse) - set("ts") or len(set(self.fuse)) != len(self.fuse):
-            raise ValueError(f"Config.fuse: expected distinct letters of 'ts', got {self.fuse!r}")
-        if self.fuse and (self.q_atomic or self.q_recompute):
-            raise ValueError(
-                "Config.fuse: needs Q tiles finished by one item (not q_atomic) after P (not q_recompute)"
-            )
-        if "s" in self.fuse and self.rs_split > 1:
-            raise ValueError("Config.fuse 's': S has no items to split (rs_split 1)")
-        if sorted(self.order) != sorted(_STAGES):
-            raise ValueError(f"Config.order: expected a permutation of {_STAGES!r}, got {self.order!r}")
+        stages = _STAGES if self.cvt_stage else _STAGES[:6]
+        if sorted(self.order) != sorted(stages):
+            raise ValueError(f"Config.order: expected a permutation of {stages!r}, got {self.order!r}")
+        if self.cvt_stage and (self.q_recompute or self.rs_split > 1):
+            raise ValueError("Config.cvt_stage: not with q_recompute or rs_split > 1")
         pos = {c: i for i, c in enumerate(self.order)}
         deps = [("P", "R"), ("Q", "T"), ("Q", "S")] + ([] if self.q_recompute else [("P", "Q")])
+        if self.cvt_stage:
+            deps += [("W", "Q"), ("C", "R"), ("C", "T"), ("C", "S")]
         for a, b in deps:
             if pos[a] > pos[b]:
                 raise ValueError(f"Config.order: {a} must come before {b} (it waits for it)")
 
     def flags(self, m: int) -> dict[str, bool | int]:
-        """The kernel's path switches for M rows: SINGLE_K, the conversions that take effect (an operand
-        is read from its fp16 copy only where it is loaded after the wait: K loops, not prefetches), and the
-        fused stages (FUSE_S 1: stores, one Q row tile covers M; 2: atomics into zeroed dW_in / db_in)."""
+        """The kernel's path switches for M rows: SINGLE_K and the conversions that take effect (an operand
+        is read from its fp16 copy only where it is loaded after the wait: K loops, not prefetches)."""
         single_k = self.single_k and m <= min(self.r[2], self.s[2])
         return {
-            "FUSE_T": "t" in self.fuse,
-            "FUSE_S": 0 if "s" not in self.fuse else (1 if m <= self.q[0] else 2),
             "SINGLE_K": single_k,
             "CVT_W": "w" in self.cvt and not self.prefetch,
             "CVT_I": "i" in self.cvt and not self.prefetch,
@@ -183,8 +180,10 @@ class Config:
         }
 
     def order_code(self) -> int:
-        """The stage order as the kernel's ORDER constexpr: stage number of position i in nibble i."""
-        return sum(_STAGES.index(c) << (4 * i) for i, c in enumerate(self.order))
+        """The stage order as the kernel's ORDER constexpr: stage number of position i in nibble i (W and C, which
+        have no items without cvt_stage, last unless the order names them)."""
+        order = self.order + "".join(c for c in "WC" if c not in self.order)
+        return sum(_STAGES.index(c) << (4 * i) for i, c in enumerate(order))
 
 
 DEFAULT_CONFIG = Config()
@@ -206,13 +205,15 @@ CONFIG_TABLE: list[tuple[int, Config]] = [
     # 's3_hx_nr_r128s128': 's3_hx_nr' (session 3: M=64 17.2 us against 19.2 for 's3') with R and S tiles 128 rows
     # high (session 12: M=64 16.6 against 17.2 us)
     (96, dataclasses.replace(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64))),
-    # 's3_w4_x': 's3' with one warpgroup per program, no register cap and the fp16 copy of X for S (session 13:
-    # M=128/131 21.2/23.2 us against 22.4/25.5 for 's3')
-    (192, dataclasses.replace(_S3, maxnreg=None, num_warps=4, cvt="x")),
-    # 'b1n32_o128': 'b1_cvt_k64_nr' (session 3: M=256 27.3 / M=512 42.3 us against 32.1 / 44.3) with conversion
-    # items of 32768 elements (session 12: M=449/512 0.5-0.8 us faster in two sweeps) and O tiles 128 wide
-    # (session 37: M=256 26.7 against 27.3-27.4 us)
-    (384, dataclasses.replace(_B1N, o=(128, 64))),
+    # 's3_w4_x_cs': 's3' with one warpgroup per program, no register cap and the fp16 copy of X for S (session 13:
+    # M=128/131 21.2/23.2 us against 22.4/25.5 for 's3'), the copy made by stage C instead of P's tiles (session 38:
+    # M=128/131 19.6/22.5 against 21.0/23.1 us)
+    (192, dataclasses.replace(_S3, maxnreg=None, num_warps=4, cvt="x", cvt_stage=True, order="PWCOQRTS")),
+    # 'b1n32_o128_cs': 'b1_cvt_k64_nr' (session 3: M=256 27.3 / M=512 42.3 us against 32.1 / 44.3) with conversion
+    # items of 32768 elements (session 12: M=449/512 0.5-0.8 us faster in two sweeps), O tiles 128 wide (session 37:
+    # M=256 26.7 against 27.3-27.4 us) and the copies by stages W and C, P's tiles computing D2 alone (session 38:
+    # M=256 25.4 against 26.9 us)
+    (384, dataclasses.replace(_B1N, o=(128, 64), cvt_stage=True, order="PWCOQRTS")),
     # 'b1n32_best_o128': 'b1n32_q1r256t1' (session 12: M=449/512 35.6-37.0 us against 40.8-42.5 for 'b1n_cv32k'):
     # Q and T without K splits, R tiles 256 wide; and O tiles 128 wide (session 37: 16 O items instead of 32, each
     # as long, on a quarter of the SMs until the end: M=449/512 33.7-34.0/34.9-35.5 against 35.6-35.7/36.9-37.1 us)
@@ -266,8 +267,8 @@ def _pick5(i, p0, p1, p2, p3, p4):
 
 
 @triton.jit
-def _pick6(i, p0, p1, p2, p3, p4, p5):
-    """Entry i of six (i a compile-time or a runtime value)."""
+def _pick8(i, p0, p1, p2, p3, p4, p5, p6, p7):
+    """Entry i of eight (i a compile-time or a runtime value)."""
     r = p0
     if i == 1:
         r = p1
@@ -279,6 +280,10 @@ def _pick6(i, p0, p1, p2, p3, p4, p5):
         r = p4
     if i == 5:
         r = p5
+    if i == 6:
+        r = p6
+    if i == 7:
+        r = p7
     return r
 
 
@@ -571,47 +576,6 @@ def _reduce_split(acc, part, tile_cnt, ks, nsplit, SMAX: tl.constexpr, BR: tl.co
 
 
 @triton.jit
-def _fused_ts(
-    v, rr, cc, M, D, is_iou, j, dx_iou, dx_hyp, w_in, x, ld_x, dw_in, db_in,
-    BR: tl.constexpr, BC: tl.constexpr, PREC: tl.constexpr, FUSE_T: tl.constexpr, FUSE_S: tl.constexpr,
-):  # fmt: skip
-    """Config.fuse: the finished D1 tile v [BR rows rr of M, BC columns cc of D] (masked, zero outside M x D)
-    does T's and S's share of it. FUSE_T: dx[rr, :] += v @ W_in[cc, :] (fp32 atomics; P zeroed dx). FUSE_S:
-    dW_in[cc, :] = v^T @ X[rr, :] and db_in[cc] = the column sums of v, stored (1: rr covers all of M) or added
-    (2: into zeros that P wrote). The operands take the rounding the T / S items give them (PREC; D1 as the
-    fp16 workspace holds it), in 128-column halves of the 256 inputs (accumulators of at most [BR, 128])."""
-    r_ok = rr < M
-    c_ok = cc < D
-    h = tl.arange(0, 128)
-    cs = tl.sum(v, axis=0)  # fp32, as the Q tiles' column sums that S items add up
-    if PREC == "fp16":
-        v = v.to(tl.float16)
-    if FUSE_T:
-        dx = _sel(is_iou, dx_iou, dx_hyp + j * 256)
-        ld_dx = _sel(is_iou, 256, 1024)
-        for half in tl.static_range(2):
-            cx = half * 128 + h
-            w = tl.load(w_in + cc[:, None] * 256 + cx[None, :], mask=c_ok[:, None], other=0.0)
-            part = _mma(v, w, tl.zeros((BR, 128), dtype=tl.float32), PREC)
-            tl.atomic_add(dx + rr[:, None] * ld_dx + cx[None, :], part, mask=r_ok[:, None], sem="relaxed")
-    if FUSE_S > 0:
-        vt = tl.trans(v)  # [BC, BR]
-        for half in tl.static_range(2):
-            cx = half * 128 + h
-            xs = tl.load(x + rr[:, None] * ld_x + cx[None, :], mask=r_ok[:, None], other=0.0)
-            part = _mma(vt, xs, tl.zeros((BC, 128), dtype=tl.float32), PREC)
-            dst = dw_in + cc[:, None] * 256 + cx[None, :]
-            if FUSE_S == 1:
-                tl.store(dst, part, mask=c_ok[:, None])
-            else:
-                tl.atomic_add(dst, part, mask=c_ok[:, None], sem="relaxed")
-        if FUSE_S == 1:
-            tl.store(db_in + cc, cs, mask=c_ok)
-        else:
-            tl.atomic_add(db_in + cc, cs, mask=c_ok, sem="relaxed")
-
-
-@triton.jit
 def _split(u, n_iou, n_hyp):
     """Item u of a stage -> (mlp, local index): the IoU items first, then n_hyp items per hypernetwork."""
     is_hyp = u >= n_iou
@@ -729,8 +693,7 @@ def _fused_bwd_kernel(
     CVT_X: tl.constexpr = False,
     CVE: tl.constexpr = 16384,  # weight elements per conversion item
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
-    FUSE_T: tl.constexpr = False,  # Config.fuse "t": the Q tile's finisher adds its share of dx; no T items
-    FUSE_S: tl.constexpr = 0,  # Config.fuse "s" (Config.flags): its share of dW_in / db_in; no S items
+    CVS: tl.constexpr = False,  # Config.cvt_stage: the copies by stages W and C, not by P
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -744,7 +707,7 @@ def _fused_bwd_kernel(
         c0 = _clock(t)
         cw = c0
     if t == 0:
-        tl.store(cnt_next + tl.arange(0, 16) * _LINE, tl.zeros((16,), dtype=tl.int32))
+        tl.store(cnt_next + tl.arange(0, _SLOTS) * _LINE, tl.zeros((_SLOTS,), dtype=tl.int32))
 
     # ---- items per stage (IoU tiles, hypernetwork tiles per MLP, K splits) ---------------------------
     zero = M * 0
@@ -753,14 +716,21 @@ def _fused_bwd_kernel(
     NCW_H: tl.constexpr = (256 * 256 // CVE) * CVT_W
     NCI_I: tl.constexpr = (1024 * 256 // CVE) * CVT_I
     NCI_H: tl.constexpr = (256 * 256 // CVE) * CVT_I
-    # zero items: dW_hid (RSS > 1), then dW_in (RSS > 1, or S fused with atomics)
-    NZW_I: tl.constexpr = (1024 * 1024 // CVE) * (RSS > 1)
-    NZW_H: tl.constexpr = (256 * 256 // CVE) * (RSS > 1)
-    NZ_I: tl.constexpr = NZW_I + (1024 * 256 // CVE) * ((RSS > 1) or (FUSE_S == 2))
-    NZ_H: tl.constexpr = NZW_H + (256 * 256 // CVE) * ((RSS > 1) or (FUSE_S == 2))
+    NZ_I: tl.constexpr = ((1024 * 1024 + 1024 * 256) // CVE) * (RSS > 1)  # zero items: dW_hid, dW_in
+    NZ_H: tl.constexpr = ((256 * 256 + 256 * 256) // CVE) * (RSS > 1)
     mt_p = tl.cdiv(M, PM)
-    np_i = mt_p * ((1024 + PN - 1) // PN) + NCW_I + NCI_I + NZ_I
-    np_h = mt_p * ((256 + PN - 1) // PN) + NCW_H + NCI_H + NZ_H
+    np_i = mt_p * ((1024 + PN - 1) // PN) + (NCW_I + NCI_I) * (not CVS) + NZ_I
+    np_h = mt_p * ((256 + PN - 1) // PN) + (NCW_H + NCI_H) * (not CVS) + NZ_H
+    # cvt_stage: W_hid copies (stage W); W_in, H1r and X copies (stage C), per MLP
+    CV_H: tl.constexpr = CVS and CVT_H
+    CV_X: tl.constexpr = CVS and CVT_X
+    nw_i = zero + NCW_I * CVS
+    nw_h = zero + NCW_H * CVS
+    nch_i = tl.cdiv(M * 1024, CVE) * CV_H
+    nch_h = tl.cdiv(M * 256, CVE) * CV_H
+    ncx = tl.cdiv(M * 256, CVE) * CV_X
+    nc_i = NCI_I * CVS + nch_i + ncx
+    nc_h = NCI_H * CVS + nch_h + ncx
     no_i = zero + (1024 + ON - 1) // ON
     no_h = zero + (256 + ON - 1) // ON
     mt_q = tl.cdiv(M, QM)
@@ -781,21 +751,23 @@ def _fused_bwd_kernel(
     n1 = no_i + 4 * no_h
     n2 = nq_i * sq_i + 4 * nq_h * sq_h
     n3 = nr_i + 4 * nr_h
-    n4 = (nt_i * st_i + 4 * nt_h * st_h) * (not FUSE_T)
-    n5 = (ns_i + 4 * ns_h) * (FUSE_S == 0)
+    n4 = nt_i * st_i + 4 * nt_h * st_h
+    n5 = ns_i + 4 * ns_h
+    n6 = nw_i + 4 * nw_h
+    n7 = nc_i + 4 * nc_h
 
     # ---- locate the item: stage (in ORDER), index u inside the stage -------------------------------
     stage = zero - 1
     u = t
     start = zero
-    for pos in tl.static_range(6):
-        n = _pick6((ORDER >> (4 * pos)) & 15, n0, n1, n2, n3, n4, n5)
+    for pos in tl.static_range(8):
+        n = _pick8((ORDER >> (4 * pos)) & 15, n0, n1, n2, n3, n4, n5, n6, n7)
         if t >= start:
             stage = zero + ((ORDER >> (4 * pos)) & 15)
             u = t - start
         start = start + n
-    n_iou = _pick6(stage, np_i, no_i, nq_i * sq_i, nr_i, nt_i * st_i, ns_i)
-    n_hyp = _pick6(stage, np_h, no_h, nq_h * sq_h, nr_h, nt_h * st_h, ns_h)
+    n_iou = _pick8(stage, np_i, no_i, nq_i * sq_i, nr_i, nt_i * st_i, ns_i, nw_i, nc_i)
+    n_hyp = _pick8(stage, np_h, no_h, nq_h * sq_h, nr_h, nt_h * st_h, ns_h, nw_h, nc_h)
     mlp, lt = _split(u, n_iou, n_hyp)
 
     # ---- this MLP's tensors ---------------------------------------------------------------------------
@@ -821,8 +793,9 @@ def _fused_bwd_kernel(
     ncw = _sel(is_iou, NCW_I, NCW_H)  # conversion items of this MLP (W_hid, W_in)
     nci = _sel(is_iou, NCI_I, NCI_H)
     nz = _sel(is_iou, NZ_I, NZ_H)
-    nzw = _sel(is_iou, NZW_I, NZW_H)  # of which dW_hid's
-    p_target = mt_p * tl.cdiv(D, PN) + ncw + nci + nz  # P items of this MLP
+    p_target = mt_p * tl.cdiv(D, PN) + (ncw + nci) * (not CVS) + nz  # P items of this MLP
+    w_target = ncw  # W items of this MLP (CVS)
+    c_target = _sel(is_iou, nc_i, nc_h)  # C items of this MLP (CVS)
     dw_hid = _sel(is_iou, dw_hid_iou, dw_hid_hyp + j * 65536)
     dw_in = _sel(is_iou, dw_in_iou, dw_in_hyp + j * 65536)
     db_in = _sel(is_iou, db_in_iou, db_in_hyp + j * 256)
@@ -842,7 +815,7 @@ def _fused_bwd_kernel(
         # (+ its column sums into ws_cs2[row tile], for db_hid)
         n_c = tl.cdiv(D, PN)
         n_tiles = mt_p * n_c
-        if CVT_W or CVT_I or RSS > 1 or FUSE_S == 2:
+        if ((CVT_W or CVT_I) and not CVS) or RSS > 1:
             is_cv = lt >= n_tiles
         else:
             is_cv = False
@@ -860,8 +833,9 @@ def _fused_bwd_kernel(
                 e = e0 + tl.arange(0, CVE)
                 tl.store(dst + e, tl.load(src + e).to(tl.float16))
             else:
-                # zero item (RSS > 1, FUSE_S 2): a block of CVE elements of dW_hid (blocks first) or dW_in
+                # zero item (RSS > 1): a block of CVE elements of dW_hid (blocks first) or dW_in
                 z = c - ncw - nci
+                nzw = (D * D) // CVE
                 dz = dw_in + (z - nzw) * CVE
                 if z < nzw:
                     dz = dw_hid + z * CVE
@@ -877,9 +851,9 @@ def _fused_bwd_kernel(
             pre2 = tl.load(h2 + offs, mask=msk, other=0.0)  # first: it does not depend on the product
             x_offs = rr[:, None] * ld_x + cc[None, :]
             x_msk = (rr < M)[:, None] & (cc < 256)[None, :]  # X, dx: [M, 256] (ld_x)
-            if CVT_H:
+            if CVT_H and not CVS:
                 h1r_v = tl.load(h1r + offs, mask=msk, other=0.0)
-            if CVT_X:
+            if CVT_X and not CVS:
                 x_v = tl.load(x + x_offs, mask=x_msk, other=0.0)
             acc_p, _ = _gemm_loop(
                 g, ld_g, w_out, D, M, D, 0, KG, off_r, off_c, False, False, PM, PN, PK, PREC
@@ -887,19 +861,19 @@ def _fused_bwd_kernel(
             v_p = tl.where(pre2 > 0, acc_p, 0.0)
             tl.store(d2 + offs, v_p.to(d2.dtype.element_ty), mask=msk)
             tl.store(ws_cs2 + mt * 2048 + col0 + cc, tl.sum(v_p, axis=0), mask=cc < D)
-            if CVT_H:
+            if CVT_H and not CVS:
                 tl.store(h1r16 + offs, h1r_v.to(tl.float16), mask=msk)
-            if CVT_X:
+            if CVT_X and not CVS:
                 tl.store(x16 + x_offs, x_v.to(tl.float16), mask=x_msk)
-            if (Q_ATOMIC and RSS > 1) or FUSE_S == 2:
-                if mt == 0:  # S items (or Q tiles, FUSE_S) add their parts of db_in (D1's column sums)
+            if Q_ATOMIC and RSS > 1:
+                if mt == 0:  # S items add their parts of db_in (D1's column sums)
                     tl.store(db_in + cc, tl.zeros((PN,), dtype=tl.float32), mask=cc < D)
             if Q_ATOMIC:
-                # Q adds its split partials into D1 (fp32): zero it
+                # Q adds its split partials into D1 (fp32): zero it; dx likewise when T adds into it
                 tl.store(d1 + offs, tl.zeros((PM, PN), dtype=d1.dtype.element_ty), mask=msk)
-            if (Q_ATOMIC and T_ATOMIC) or FUSE_T:  # T (or the Q tiles, FUSE_T) add into dx: zero it
-                dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
-                tl.store(dx_z + x_offs, tl.zeros((PM, PN), dtype=tl.float32), mask=x_msk)
+                if T_ATOMIC:
+                    dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
+                    tl.store(dx_z + x_offs, tl.zeros((PM, PN), dtype=tl.float32), mask=x_msk)
         _signal(cnt + (_CNT_P + mlp) * _LINE)
     elif stage == 1:
         # O: dW_out[k, n] = sum_m G[m, k] H2r[m, n]; db_out[k] = sum_m G[m, k]
@@ -950,6 +924,8 @@ def _fused_bwd_kernel(
         else:
             if Q_ATOMIC:  # every split item applies the mask: load it before waiting
                 pre1_q = tl.load(h1 + offs, mask=msk, other=0.0)
+            if CVS and CVT_W:  # W_hid's copy (stage W)
+                _wait_for(cnt + (_CNT_W + mlp) * _LINE, w_target, NW, POLL1)
             _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
@@ -986,15 +962,9 @@ def _fused_bwd_kernel(
             else:
                 pre1 = tl.load(h1 + offs, mask=msk, other=0.0)
             v_q = tl.where(pre1 > 0, acc_q, 0.0)
-            if not (FUSE_T and FUSE_S > 0):  # T or S items read D1 (and S the tile column sums)
-                tl.store(d1 + offs, v_q.to(d1.dtype.element_ty), mask=msk)
-                tl.store(ws_cs1 + (tile // n_c) * 2048 + col0 + cc, tl.sum(v_q, axis=0), mask=cc < D)
-            if FUSE_T or FUSE_S > 0:
-                _fused_ts(
-                    v_q, rr, cc, M, D, is_iou, j, dx_iou, dx_hyp, w_in16 if CVT_I else w_in, x16 if CVT_X else x,
-                    ld_x, dw_in, db_in, QM, QN, PREC, FUSE_T, FUSE_S,
-                )  # fmt: skip
-            if T_ATOMIC and not FUSE_T:
+            tl.store(d1 + offs, v_q.to(d1.dtype.element_ty), mask=msk)
+            tl.store(ws_cs1 + (tile // n_c) * 2048 + col0 + cc, tl.sum(v_q, axis=0), mask=cc < D)
+            if T_ATOMIC:
                 # zero dx[rows of this tile, cols off_c .. off_c + QN] (inside 0..255): T adds into it
                 dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
                 ld_dx_z = _sel(is_iou, 256, 1024)
@@ -1015,6 +985,8 @@ def _fused_bwd_kernel(
                 cw = _clock(t)
             acc_r, _ = _finish_k_t(d2, D, b_r, D, M, off_r, RM, RN, RK, PREC)
         else:
+            if CVS and CVT_H:  # H1r's copy (stage C)
+                _wait_for(cnt + (_CNT_C + mlp) * _LINE, c_target, NW, POLL1)
             _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
@@ -1063,6 +1035,8 @@ def _fused_bwd_kernel(
             )
             acc_t = _mma(a_t, b_t, tl.zeros((TM, TN), dtype=tl.float32), PREC)
         else:
+            if CVS and CVT_I:  # W_in's copy (stage C)
+                _wait_for(cnt + (_CNT_C + mlp) * _LINE, c_target, NW, POLL1)
             _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
@@ -1095,6 +1069,29 @@ def _fused_bwd_kernel(
                 )
             if done:
                 tl.store(dx_ptrs, acc_t, mask=dx_msk)
+    elif stage == 6:
+        # W (cvt_stage): a block of CVE elements of W_hid -> its fp16 copy
+        e = lt * CVE + tl.arange(0, CVE)
+        tl.store(w_hid16 + e, tl.load(w_hid + e).to(tl.float16))
+        _signal(cnt + (_CNT_W + mlp) * _LINE)
+    elif stage == 7:
+        # C (cvt_stage): a block of CVE elements of W_in (blocks first), H1r [M, D] or X [M, 256] (ld_x) -> fp16
+        e = tl.arange(0, CVE)
+        nci_m = _sel(is_iou, NCI_I, NCI_H) * CVS
+        nch_m = _sel(is_iou, nch_i, nch_h)
+        if lt < nci_m:
+            e = lt * CVE + e
+            tl.store(w_in16 + e, tl.load(w_in + e).to(tl.float16))
+        elif lt < nci_m + nch_m:
+            e = (lt - nci_m) * CVE + e
+            ok = e < M * D
+            tl.store(h1r16 + e, tl.load(h1r + e, mask=ok, other=0.0).to(tl.float16), mask=ok)
+        else:
+            e = (lt - nci_m - nch_m) * CVE + e
+            ok = e < M * 256
+            xo = (e // 256) * ld_x + e % 256
+            tl.store(x16 + xo, tl.load(x + xo, mask=ok, other=0.0).to(tl.float16), mask=ok)
+        _signal(cnt + (_CNT_C + mlp) * _LINE)
     else:
         # S: dW_in[i, c] = sum_m D1[m, i] X[m, c]; db_in[i] = sum_m D1[m, i]
         off_r, off_c, k_lo, k_hi = _rs_item(lt, RSS, 256, SM, SN, rs_len, M)
@@ -1105,6 +1102,8 @@ def _fused_bwd_kernel(
                 cw = _clock(t)
             acc_s, cs_s = _finish_k_t(d1, D, b_s, D, M, off_r, SM, SN, SK, PREC)
         else:
+            if CVS and CVT_X:  # X's copy (stage C)
+                _wait_for(cnt + (_CNT_C + mlp) * _LINE, c_target, NW, POLL1)
             _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
@@ -1192,19 +1191,24 @@ def _stage_sizes(m: int, cfg: Config) -> dict[str, int]:
     if rss > 1:  # zero items: dW_hid and dW_in
         cv_i += D_IOU * D_IOU + D_IOU * C_IN
         cv_h += D_HYP * D_HYP + D_HYP * C_IN
-    elif fl["FUSE_S"] == 2:  # zero items: dW_in (the Q tiles add into it)
-        cv_i += D_IOU * C_IN
-        cv_h += D_HYP * C_IN
-    t_items = 0 if fl["FUSE_T"] else 1
-    s_items = 0 if fl["FUSE_S"] else 1
 
     def both(ti: int, th: int, si: int = 1, sh: int = 1) -> int:
         return ti * si + N_HYP * th * sh
 
+    blk = cfg.cvt_block
+    w_items = c_items = 0
+    if cfg.cvt_stage:  # the copies in stages W and C; P keeps its zero items only
+        w_items = both(D_IOU * D_IOU // blk, D_HYP * D_HYP // blk) if fl["CVT_W"] else 0
+        c_items = both(D_IOU * C_IN // blk, D_HYP * C_IN // blk) if fl["CVT_I"] else 0
+        c_items += both(_cdiv(m * D_IOU, blk), _cdiv(m * D_HYP, blk)) if fl["CVT_H"] else 0
+        c_items += both(_cdiv(m * C_IN, blk), _cdiv(m * C_IN, blk)) if fl["CVT_X"] else 0
+        cv_i -= (D_IOU * D_IOU if fl["CVT_W"] else 0) + (D_IOU * C_IN if fl["CVT_I"] else 0)
+        cv_h -= (D_HYP * D_HYP if fl["CVT_W"] else 0) + (D_HYP * C_IN if fl["CVT_I"] else 0)
+
     return {
         "P": both(
-            _cdiv(m, pm) * _cdiv(D_IOU, pn) + cv_i // cfg.cvt_block,
-            _cdiv(m, pm) * _cdiv(D_HYP, pn) + cv_h // cfg.cvt_block,
+            _cdiv(m, pm) * _cdiv(D_IOU, pn) + cv_i // blk,
+            _cdiv(m, pm) * _cdiv(D_HYP, pn) + cv_h // blk,
         ),
         "O": both(_cdiv(D_IOU, on), _cdiv(D_HYP, on)),
         "Q": both(
@@ -1214,14 +1218,15 @@ def _stage_sizes(m: int, cfg: Config) -> dict[str, int]:
             _cdiv(D_HYP, qks),
         ),
         "R": both(_cdiv(D_IOU, rm) * _cdiv(D_IOU, rn), _cdiv(D_HYP, rm) * _cdiv(D_HYP, rn), rss, rss),
-        "T": t_items
-        * both(
+        "T": both(
             _cdiv(m, tm) * _cdiv(C_IN, tn),
             _cdiv(m, tm) * _cdiv(C_IN, tn),
             _cdiv(D_IOU, tks),
             _cdiv(D_HYP, tks),
         ),
-        "S": s_items * both(_cdiv(D_IOU, sm) * _cdiv(C_IN, sn), _cdiv(D_HYP, sm) * _cdiv(C_IN, sn), rss, rss),
+        "S": both(_cdiv(D_IOU, sm) * _cdiv(C_IN, sn), _cdiv(D_HYP, sm) * _cdiv(C_IN, sn), rss, rss),
+        "W": w_items,
+        "C": c_items,
     }
 
 
@@ -1356,8 +1361,7 @@ def launch(
         CVT_X=fl["CVT_X"],
         CVE=cfg.cvt_block,
         RSS=fl["RSS"],
-        FUSE_T=fl["FUSE_T"],
-        FUSE_S=fl["FUSE_S"],
+        CVS=cfg.cvt_stage,
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

@@ -248,30 +248,24 @@ VARIANTS: dict[str, Config] = {
         t=(128, 128, 1024, 128),
         r=(128, 128, 128),
     ),
-    # session 38: four pipeline stages instead of three for the M > 384 variant's K loops (R's 128 x 256 tiles:
-    # 4 x 48 KB of stages) and the M 193..384 one
+    # session 38 (NOTES "Session 38"): four pipeline stages instead of three (H200: level, M = 256 / 449 / 512
+    # 27.9 / 34.3 / 35.6 against 27.9 / 34.4 / 35.5 us), and T and S ahead of R in ticket order (H100: slower, M = 512
+    # 41.6 against 38.1 us)
     "b1n32_best_o128_ns4": R(_B1N32_BEST, o=(128, 64), num_stages=4),
     "b1n32_o128_ns4": R(_B1N32, o=(128, 64), num_stages=4),
-    # session 38: T and S (which wait for Q) ahead of R (which waits for P only) in ticket order, so that the long R
-    # items fill the SMs after them instead of holding slots while T / S queue; and two programs per SM for the
-    # 96 KB build of the M 193..384 variant (a 128-register cap)
     "b1n32_best_o128_tsr": R(_B1N32_BEST, o=(128, 64), order="POQTSR"),
-    "b1n32_best_o128_qtsr": R(_B1N32_BEST, o=(128, 64), order="PQTSRO"),
-    "b1n32_o128_tsr": R(_B1N32, o=(128, 64), order="POQTSR"),
-    "b1n32_o128_cap": R(_B1N32, o=(128, 64), maxnreg=128),
-    # session 38: T and S fused into the item that finishes a Q tile (Config.fuse): no T / S items, no D1
-    # workspace with both; the chain P -> Q -> T / S loses its last hop
-    "s3hx_ts": R(_S3HX, fuse="ts"),
-    "s3hx_t": R(_S3HX, fuse="t"),
-    "s3_w4_x_ts": R(_S3W4, cvt="x", fuse="ts"),
-    "s3_w4_x_t": R(_S3W4, cvt="x", fuse="t"),
-    "b1n32_o128_ts": R(_B1N32, o=(128, 64), fuse="ts"),
-    "b1n32_o128_t": R(_B1N32, o=(128, 64), fuse="t"),
-    "b1n32_best_o128_ts": R(_B1N32_BEST, o=(128, 64), fuse="ts"),
-    "b1n32_best_o128_t": R(_B1N32_BEST, o=(128, 64), fuse="t"),
+    # session 38: the fp16 copies by stages of their own (Config.cvt_stage: W = W_hid's, which Q waits for; C = W_in's,
+    # H1r's, X's, which T, R, S wait for), so that P's items compute D2 alone: at M = 512 P moved ~26 MB in two waves
+    # (the hypernetworks' P tiles in the second, their Q from 17 us on; H100 trace), now ~8 MB in one
+    "b1n32_best_o128_cs": R(_B1N32_BEST, o=(128, 64), cvt_stage=True, order="PWCOQRTS"),
+    "b1n32_best_o128_cs_ow": R(_B1N32_BEST, o=(128, 64), cvt_stage=True, order="POWCQRTS"),
+    "b1n32_best_o128_cs_wq": R(_B1N32_BEST, o=(128, 64), cvt_stage=True, order="PWOQCRTS"),
+    "b1n32_o128_cs": R(_B1N32, o=(128, 64), cvt_stage=True, order="PWCOQRTS"),
+    "b1n32_o128_cs_ow": R(_B1N32, o=(128, 64), cvt_stage=True, order="POWCQRTS"),
+    "s3_w4_x_cs": R(_S3W4, cvt="x", cvt_stage=True, order="PWCOQRTS"),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
-STAGE_NAMES = "POQRTS"
+STAGE_NAMES = "POQRTSWC"
 
 
 def trace_summary(rec: torch.Tensor, n: int) -> dict:
@@ -281,7 +275,7 @@ def trace_summary(rec: torch.Tensor, n: int) -> dict:
     base = int(g0.min())
     span = (int(g1.max()) - base) / 1e3
     stages = {}
-    for st in range(6):
+    for st in range(8):
         sel = (meta % 16) == st
         if not bool(sel.any()):
             continue
