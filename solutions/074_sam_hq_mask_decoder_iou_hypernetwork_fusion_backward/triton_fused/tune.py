@@ -232,9 +232,9 @@ VARIANTS: dict[str, Config] = {
     "b1n32_o128": R(_B1N32, o=(128, 64)),
     "b1n32_o64k128": R(_B1N32, o=(64, 128)),
     "b1n32_o128_pqo": R(_B1N32, o=(128, 64), order="PQORTS"),
-    # prepared in session 37, not measured (NOTES "Remaining gap"): after P the K loops run about one 64-row chunk per
-    # L2 round trip with two chunks in flight (Q at M = 512: 0.45 us a chunk, 24 KB); K chunks of 128 rows for Q and S
-    # (48 KB stages, within R's 144 KB), twice the bytes in flight
+    # prepared in session 37, measured in session 38 (NOTES "Session 38": level or slower): after P the K loops run
+    # about one 64-row chunk per L2 round trip with two chunks in flight (Q at M = 512: 0.45 us a chunk, 24 KB); K
+    # chunks of 128 rows for Q and S (48 KB stages, within R's 144 KB), twice the bytes in flight
     "b1n32_best_o128_qk128": R(_B1N32_BEST, o=(128, 64), q=(128, 64, 1024, 128)),
     "b1n32_best_o128_sk128": R(_B1N32_BEST, o=(128, 64), s=(128, 64, 128)),
     "b1n32_best_o128_qsk128": R(_B1N32_BEST, o=(128, 64), q=(128, 64, 1024, 128), s=(128, 64, 128)),
