@@ -112,6 +112,27 @@ def test_entry_point_default_config(solution, kernel):
     _check_counters(kernel)
 
 
+# chunked K loops over every operand (no prefetch, R / S K loops over M): M = 70 with 64-row Q / T tiles and
+# 32-row chunks; M = 20 with 16-row P tiles, 16-row R / S chunks and T by last-arriver sums
+LOOPS_70 = dict(
+    q=(64, 128, 256, 128),
+    t=(64, 256, 256, 128),
+    r=(256, 256, 32),
+    s=(256, 256, 32),
+    prefetch=False,
+    single_k=False,
+)
+LOOPS_20 = dict(
+    p=(16, 256),
+    q=(64, 128, 512, 256),
+    t=(64, 256, 512, 256),
+    r=(256, 256, 16),
+    s=(256, 256, 16),
+    prefetch=False,
+    single_k=False,
+    t_atomic=False,
+)
+
 CASES = {
     # Q waits for P with a prefetched W_hid tile, T prefetches and adds atomically, R/S in one K chunk
     "m1-prefetch": ((1, 1), {}),
@@ -147,74 +168,15 @@ CASES = {
     # q_atomic with K loops (Q loads its mask before waiting, S sums D1 columns in its loop) and every fp16
     # copy: W_hid / W_in in conversion items of stage P (4 blocks of the IoU W_hid), H1r / X in P's tiles;
     # R / S in 2 M ranges adding into dW_hid / dW_in / db_in zeroed by P (zero items, P's first row tile)
-    "m70-qatomic-cvt": (
-        (2, 35),
-        dict(
-            q=(64, 128, 256, 128),
-            t=(64, 256, 256, 128),
-            r=(256, 256, 32),
-            s=(256, 256, 32),
-            prefetch=False,
-            single_k=False,
-            q_atomic=True,
-            cvt="whix",
-            cvt_block=65536,
-            rs_split=2,
-        ),
-    ),
+    "m70-qatomic-cvt": ((2, 35), dict(LOOPS_70, q_atomic=True, cvt="whix", cvt_block=65536, rs_split=2)),
     # fp16 copies without q_atomic (last-arriver Q, T by last arriver), 2 row tiles of P, small blocks;
     # R / S in 4 M ranges of 16 rows (two of them empty), db_hid / db_in from the first range's items
-    "m20-cvt": (
-        (4, 5),
-        dict(
-            p=(16, 256),
-            q=(64, 128, 512, 256),
-            t=(64, 256, 512, 256),
-            r=(256, 256, 16),
-            s=(256, 256, 16),
-            prefetch=False,
-            single_k=False,
-            t_atomic=False,
-            cvt="xhiw",
-            cvt_block=32768,
-            rs_split=4,
-        ),
-    ),
+    "m20-cvt": ((4, 5), dict(LOOPS_20, cvt="xhiw", cvt_block=32768, rs_split=4)),
     # cvt_stage: every fp16 copy by items of stages W (W_hid: Q waits) and C (W_in, H1r, X: T, R, S wait), P's
     # tiles computing D2 alone; 2 row tiles (M = 70), K loops, H1r / X blocks ending inside a block
-    "m70-cvt-stage": (
-        (2, 35),
-        dict(
-            q=(64, 128, 256, 128),
-            t=(64, 256, 256, 128),
-            r=(256, 256, 32),
-            s=(256, 256, 32),
-            prefetch=False,
-            single_k=False,
-            cvt="whix",
-            cvt_block=65536,
-            cvt_stage=True,
-            order="PWCOQRTS",
-        ),
-    ),
+    "m70-cvt-stage": ((2, 35), dict(LOOPS_70, cvt="whix", cvt_block=65536, cvt_stage=True, order="PWCOQRTS")),
     # the same with small blocks (80 W items) and another order (C first, O between P and W); M = 20, 16-row P tiles
-    "m20-cvt-stage": (
-        (4, 5),
-        dict(
-            p=(16, 256),
-            q=(64, 128, 512, 256),
-            t=(64, 256, 512, 256),
-            r=(256, 256, 16),
-            s=(256, 256, 16),
-            prefetch=False,
-            single_k=False,
-            t_atomic=False,
-            cvt="whix",
-            cvt_block=16384,
-            cvt_stage=True,
-            order="CPOWQRTS",
-        ),
-    ),
+    "m20-cvt-stage": ((4, 5), dict(LOOPS_20, cvt="whix", cvt_block=16384, cvt_stage=True, order="CPOWQRTS")),
     # only H1r and X copied (stage W empty), M = 131: X blocks of hypernetwork rows (a stride of 1024)
     "m131-cvt-stage-hx": (
         (1, 131),
