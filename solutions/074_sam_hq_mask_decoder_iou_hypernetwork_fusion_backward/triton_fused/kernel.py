@@ -1080,6 +1080,7 @@ def _fused_bwd_kernel(
     elif stage == 7:
         # C (cvt_stage): a block of CVE elements of W_in (blocks first), H1r [M, D] or X [M, 256] (ld_x) -> fp16
         e = tl.arange(0, CVE)
+        # not `nci`: the factor CVS is a compile-time 0 without cvt_stage, where the build then drops these branches
         nci_m = _sel(is_iou, NCI_I, NCI_H) * CVS
         nch_m = _sel(is_iou, nch_i, nch_h)
         if lt < nci_m:
@@ -1189,8 +1190,12 @@ def _stage_sizes(m: int, cfg: Config) -> dict[str, int]:
     (rm, rn, _), (tm, tn, tks, _), (sm, sn, _) = cfg.r, cfg.t, cfg.s
     fl = cfg.flags(m)
     rss = fl["RSS"]
-    cv_i = (D_IOU * D_IOU if fl["CVT_W"] else 0) + (D_IOU * C_IN if fl["CVT_I"] else 0)
-    cv_h = (D_HYP * D_HYP if fl["CVT_W"] else 0) + (D_HYP * C_IN if fl["CVT_I"] else 0)
+    blk = cfg.cvt_block
+    # weight elements copied to fp16 (IoU, one hypernetwork): W_hid, W_in
+    w_i, w_h = (D_IOU * D_IOU, D_HYP * D_HYP) if fl["CVT_W"] else (0, 0)
+    i_i, i_h = (D_IOU * C_IN, D_HYP * C_IN) if fl["CVT_I"] else (0, 0)
+    # P's conversion and zero items' elements (the copies are stages W and C's with cvt_stage)
+    cv_i, cv_h = (0, 0) if cfg.cvt_stage else (w_i + i_i, w_h + i_h)
     if rss > 1:  # zero items: dW_hid and dW_in
         cv_i += D_IOU * D_IOU + D_IOU * C_IN
         cv_h += D_HYP * D_HYP + D_HYP * C_IN
@@ -1198,15 +1203,12 @@ def _stage_sizes(m: int, cfg: Config) -> dict[str, int]:
     def both(ti: int, th: int, si: int = 1, sh: int = 1) -> int:
         return ti * si + N_HYP * th * sh
 
-    blk = cfg.cvt_block
     w_items = c_items = 0
-    if cfg.cvt_stage:  # the copies in stages W and C; P keeps its zero items only
-        w_items = both(D_IOU * D_IOU // blk, D_HYP * D_HYP // blk) if fl["CVT_W"] else 0
-        c_items = both(D_IOU * C_IN // blk, D_HYP * C_IN // blk) if fl["CVT_I"] else 0
+    if cfg.cvt_stage:  # the copies in stages W (W_hid) and C (W_in, H1r, X)
+        w_items = both(w_i // blk, w_h // blk)
+        c_items = both(i_i // blk, i_h // blk)
         c_items += both(_cdiv(m * D_IOU, blk), _cdiv(m * D_HYP, blk)) if fl["CVT_H"] else 0
         c_items += both(_cdiv(m * C_IN, blk), _cdiv(m * C_IN, blk)) if fl["CVT_X"] else 0
-        cv_i -= (D_IOU * D_IOU if fl["CVT_W"] else 0) + (D_IOU * C_IN if fl["CVT_I"] else 0)
-        cv_h -= (D_HYP * D_HYP if fl["CVT_W"] else 0) + (D_HYP * C_IN if fl["CVT_I"] else 0)
 
     return {
         "P": both(
