@@ -43,7 +43,8 @@ P tiles, W_hid ("w") and W_in ("i") in extra P items (`cvt_block` elements each)
 P counter; R and Q wait for P directly, T and S through Q. The copies are fp16 whatever the precision.
 `cvt_stage`: the same copies by items of two stages of their own, each with a per-MLP counter: W (W_hid's
 blocks; Q waits for it) and C (W_in's, H1r's and X's blocks; R, T and S wait for it); P's tiles then compute D2
-alone.
+alone. `l2_prefetch`: L2 prefetches (inline PTX, GPU launches only) of O's H2r columns and G rows at an O item's
+start ("o") and of a Q tile's H1 mask before its waits ("q"), inputs the items otherwise read from HBM late.
 
 The sync counters are double-buffered: call k uses set k % 2 and the program with ticket 0 zeroes the
 other set, which call k + 1 uses (launches on one stream run one after another). Per-tile counters are put
@@ -126,6 +127,10 @@ class Config:
     # "C" (W_in, H1r, X: T, R, S wait for it), `cvt_block` elements each, with their own per-MLP counters; P's items
     # then compute D2 alone (the order names W and C, e.g. "PWCOQRTS")
     cvt_stage: bool = False
+    # L2 prefetches (inline PTX, GPU launches only) of inputs an item reads from HBM late: "o" O's H2r columns and
+    # G rows (all of M, at the item's start; its K loop keeps two chunks in flight), "q" the H1 mask tile of a Q tile
+    # (by its first K split, before the waits; loaded after the K loop), where Q does not load it before the wait
+    l2_prefetch: str = ""
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -159,6 +164,15 @@ class Config:
         stages = _STAGES if self.cvt_stage else _STAGES[:6]
         if sorted(self.order) != sorted(stages):
             raise ValueError(f"Config.order: expected a permutation of {stages!r}, got {self.order!r}")
+        if set(self.l2_prefetch) - set("oq") or len(set(self.l2_prefetch)) != len(self.l2_prefetch):
+            raise ValueError(
+                f"Config.l2_prefetch: expected distinct letters of 'oq', got {self.l2_prefetch!r}"
+            )
+        if "q" in self.l2_prefetch and (self.prefetch or self.q_atomic or self.q_recompute):
+            raise ValueError(
+                "Config.l2_prefetch 'q': Q loads its mask tile before the wait already (prefetch, "
+                "q_atomic) or recomputes (q_recompute)"
+            )
         if self.cvt_stage and (self.q_recompute or self.rs_split > 1):
             raise ValueError("Config.cvt_stage: not with q_recompute or rs_split > 1")
         pos = {c: i for i, c in enumerate(self.order)}
@@ -270,8 +284,8 @@ def _pick5(i, p0, p1, p2, p3, p4):
 
 
 @triton.jit
-def _pick8(i, p0, p1, p2, p3, p4, p5, p6, p7):
-    """Entry i of eight (i a compile-time or a runtime value)."""
+def _pick8(i, p0, p1, p2, p3, p4, p5, p6, p7, N: tl.constexpr = 8):
+    """Entry i of eight (i a compile-time or a runtime value); of the first six when N is 6 (i < 6 known)."""
     r = p0
     if i == 1:
         r = p1
@@ -283,10 +297,11 @@ def _pick8(i, p0, p1, p2, p3, p4, p5, p6, p7):
         r = p4
     if i == 5:
         r = p5
-    if i == 6:
-        r = p6
-    if i == 7:
-        r = p7
+    if N > 6:
+        if i == 6:
+            r = p6
+        if i == 7:
+            r = p7
     return r
 
 
@@ -550,6 +565,23 @@ def _clock(dep):
 
 
 @triton.jit
+def _prefetch_l2(ptrs):
+    """Fire-and-forget L2 prefetch of the 128-byte lines holding `ptrs` (inline PTX: GPU launches only)."""
+    tl.inline_asm_elementwise(
+        "mov.u32 $0, 0;\n\tprefetch.global.L2 [$1];", "=r,l", [ptrs], dtype=tl.int32, is_pure=False, pack=1
+    )
+
+
+@triton.jit
+def _prefetch_rows(base, ld, rr, R, off_c, C, BC: tl.constexpr):
+    """L2 prefetch of base[rr, off_c : off_c + BC] (fp32, row stride ld): one address per 32 floats (a line when
+    rows are line-aligned), rows clamped to R - 1 and columns to C - 1 (every address stays inside the array)."""
+    lc = tl.minimum(off_c + tl.arange(0, (BC + 31) // 32) * 32, C - 1)
+    r = tl.minimum(rr, R - 1)
+    _prefetch_l2(base + r[:, None] * ld + lc[None, :])
+
+
+@triton.jit
 def _smid(dep):
     return tl.inline_asm_elementwise(
         "mov.u32 $0, %smid;", "=r,r", [dep], dtype=tl.int32, is_pure=False, pack=1
@@ -697,6 +729,8 @@ def _fused_bwd_kernel(
     CVE: tl.constexpr = 16384,  # weight elements per conversion item
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
     CVS: tl.constexpr = False,  # Config.cvt_stage: the copies by stages W and C, not by P
+    PF_O: tl.constexpr = False,  # Config.l2_prefetch "o" (GPU launches only: inline PTX)
+    PF_Q: tl.constexpr = False,  # Config.l2_prefetch "q" (likewise)
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -709,7 +743,7 @@ def _fused_bwd_kernel(
         g0 = _now(t)
         c0 = _clock(t)
         cw = c0
-    if t == 0:
+    if t == 0:  # every slot, W's and C's too: the next call may use cvt_stage where this one does not
         tl.store(cnt_next + tl.arange(0, _SLOTS) * _LINE, tl.zeros((_SLOTS,), dtype=tl.int32))
 
     # ---- items per stage (IoU tiles, hypernetwork tiles per MLP, K splits) ---------------------------
@@ -763,14 +797,15 @@ def _fused_bwd_kernel(
     stage = zero - 1
     u = t
     start = zero
-    for pos in tl.static_range(8):
+    # W and C (positions 6 and 7 of the order code unless named) have items only with cvt_stage
+    for pos in tl.static_range(6 + 2 * CVS):
         n = _pick8((ORDER >> (4 * pos)) & 15, n0, n1, n2, n3, n4, n5, n6, n7)
         if t >= start:
             stage = zero + ((ORDER >> (4 * pos)) & 15)
             u = t - start
         start = start + n
-    n_iou = _pick8(stage, np_i, no_i, nq_i * sq_i, nr_i, nt_i * st_i, ns_i, nw_i, nc_i)
-    n_hyp = _pick8(stage, np_h, no_h, nq_h * sq_h, nr_h, nt_h * st_h, ns_h, nw_h, nc_h)
+    n_iou = _pick8(stage, np_i, no_i, nq_i * sq_i, nr_i, nt_i * st_i, ns_i, nw_i, nc_i, 6 + 2 * CVS)
+    n_hyp = _pick8(stage, np_h, no_h, nq_h * sq_h, nr_h, nt_h * st_h, ns_h, nw_h, nc_h, 6 + 2 * CVS)
     mlp, lt = _split(u, n_iou, n_hyp)
 
     # ---- this MLP's tensors ---------------------------------------------------------------------------
@@ -796,7 +831,10 @@ def _fused_bwd_kernel(
     ncw = _sel(is_iou, NCW_I, NCW_H)  # conversion items of this MLP (W_hid, W_in)
     nci = _sel(is_iou, NCI_I, NCI_H)
     nz = _sel(is_iou, NZ_I, NZ_H)
-    p_target = mt_p * tl.cdiv(D, PN) + (ncw + nci) * (not CVS) + nz  # P items of this MLP
+    if CVS:  # P items of this MLP
+        p_target = mt_p * tl.cdiv(D, PN) + nz
+    else:  # (with the conversion items)
+        p_target = mt_p * tl.cdiv(D, PN) + ncw + nci + nz
     w_target = ncw  # W items of this MLP (CVS)
     c_target = _sel(is_iou, nc_i, nc_h)  # C items of this MLP (CVS)
     dw_hid = _sel(is_iou, dw_hid_iou, dw_hid_hyp + j * 65536)
@@ -882,6 +920,12 @@ def _fused_bwd_kernel(
         # O: dW_out[k, n] = sum_m G[m, k] H2r[m, n]; db_out[k] = sum_m G[m, k]
         # (fp32-accurate: a tiny product whose K = M sum is where fp16 operands would cost the most)
         off_c = lt * ON
+        if PF_O:  # every line the K loop will read (it keeps only two chunks in flight)
+            PFR: tl.constexpr = 64
+            for r0 in range(0, M, PFR):
+                rp = r0 + tl.arange(0, PFR)
+                _prefetch_rows(h2r, D, rp, M, off_c, D, ON)
+                _prefetch_rows(g, ld_g, rp, M, 0, KG, 32)
         acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK)
         dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
         db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
@@ -927,6 +971,9 @@ def _fused_bwd_kernel(
         else:
             if Q_ATOMIC:  # every split item applies the mask: load it before waiting
                 pre1_q = tl.load(h1 + offs, mask=msk, other=0.0)
+            if PF_Q:  # the mask tile, which the tile's finisher loads after the K loop
+                if ks == 0:
+                    _prefetch_rows(h1, D, rr, M, off_c, D, QN)
             if CVS and CVT_W:  # W_hid's copy (stage W)
                 _wait_for(cnt + (_CNT_W + mlp) * _LINE, w_target, NW, POLL1)
             _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
@@ -1072,12 +1119,12 @@ def _fused_bwd_kernel(
                 )
             if done:
                 tl.store(dx_ptrs, acc_t, mask=dx_msk)
-    elif stage == 6:
+    elif (stage == 6) & CVS:
         # W (cvt_stage): a block of CVE elements of W_hid -> its fp16 copy
         e = lt * CVE + tl.arange(0, CVE)
         tl.store(w_hid16 + e, tl.load(w_hid + e).to(tl.float16))
         _signal(cnt + (_CNT_W + mlp) * _LINE)
-    elif stage == 7:
+    elif (stage == 7) & CVS:
         # C (cvt_stage): a block of CVE elements of W_in (blocks first), H1r [M, D] or X [M, 256] (ld_x) -> fp16
         e = tl.arange(0, CVE)
         # not `nci`: the factor CVS is a compile-time 0 without cvt_stage, where the build then drops these branches
@@ -1284,6 +1331,7 @@ def launch(
         if not t.is_contiguous() or t.dtype != torch.float32:
             raise TypeError(f"output {i}: expected a contiguous float32 tensor")
     device = g_iou.device
+    gpu = device.type != "cpu"  # a CUDA launch, or a build's recording (meta tensors); not the interpreter
     ws_elems = max(1, m * (D_IOU + N_HYP * D_HYP))
     # With fp16 operands the MMAs round D1/D2 to fp16 anyway: storing them so halves their traffic (only
     # the bias sums see the rounding, ~1e-4 relative).
@@ -1367,6 +1415,8 @@ def launch(
         CVE=cfg.cvt_block,
         RSS=fl["RSS"],
         CVS=cfg.cvt_stage,
+        PF_O="o" in cfg.l2_prefetch and gpu,
+        PF_Q="q" in cfg.l2_prefetch and gpu,
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

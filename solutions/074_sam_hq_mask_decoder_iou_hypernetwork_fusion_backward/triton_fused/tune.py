@@ -263,6 +263,20 @@ VARIANTS: dict[str, Config] = {
     "b1n32_o128_cs": R(_B1N32, o=(128, 64), cvt_stage=True, order="PWCOQRTS"),
     "b1n32_o128_cs_ow": R(_B1N32, o=(128, 64), cvt_stage=True, order="POWCQRTS"),
     "s3_w4_x_cs": R(_S3W4, cvt="x", cvt_stage=True, order="PWCOQRTS"),
+    # session 39 (prepared on the CPU, not measured: no device was lent): L2 prefetches of the two inputs read from
+    # HBM late (Config.l2_prefetch). O's items (24 us each at M = 512, ~3 us per 64-row chunk of H2r whatever the
+    # chunk's width or its products' precision) keep two chunks in flight; "o" puts all of an item's H2r lines in
+    # flight at its start. Without `prefetch` (M > 192) the Q tile's finisher loads the fp32 H1 mask from HBM after
+    # its K loop, on the Q -> T / S path; "q" prefetches the tile before the waits. The shipped table's variants with
+    # either or both (M <= 192 loads Q's mask before the wait already: "o" only)
+    "b1n32_best_o128_pfo": R(_B1N32_BEST, o=(128, 64), l2_prefetch="o"),
+    "b1n32_best_o128_pfq": R(_B1N32_BEST, o=(128, 64), l2_prefetch="q"),
+    "b1n32_best_o128_pfoq": R(_B1N32_BEST, o=(128, 64), l2_prefetch="oq"),
+    "b1n32_o128_cs_pfo": R(_B1N32, o=(128, 64), cvt_stage=True, order="PWCOQRTS", l2_prefetch="o"),
+    "b1n32_o128_cs_pfq": R(_B1N32, o=(128, 64), cvt_stage=True, order="PWCOQRTS", l2_prefetch="q"),
+    "b1n32_o128_cs_pfoq": R(_B1N32, o=(128, 64), cvt_stage=True, order="PWCOQRTS", l2_prefetch="oq"),
+    "s3_w4_x_cs_pfo": R(_S3W4, cvt="x", cvt_stage=True, order="PWCOQRTS", l2_prefetch="o"),
+    "s3_hx_nr_r128s128_pfo": R(_S3HX, l2_prefetch="o"),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
