@@ -277,6 +277,18 @@ VARIANTS: dict[str, Config] = {
     "b1n32_o128_cs_pfoq": R(_B1N32, o=(128, 64), cvt_stage=True, order="PWCOQRTS", l2_prefetch="oq"),
     "s3_w4_x_cs_pfo": R(_S3W4, cvt="x", cvt_stage=True, order="PWCOQRTS", l2_prefetch="o"),
     "s3_hx_nr_r128s128_pfo": R(_S3HX, l2_prefetch="o"),
+    # session 39 (prepared, not measured): S waits for the Q tiles of its own D columns (Config.s_coldeps, Q's tickets
+    # column-major), not for all of its MLP's Q. At M = 512 (session 37's H200 trace of b1n32_best_o128) Q's items end
+    # 19.6 us (median) to 25.3 (last), and S's start after the last: S ends 30.2 / 33.3, the span's tail. With and
+    # without the L2 prefetches above
+    "b1n32_best_o128_scd": R(_B1N32_BEST, o=(128, 64), s_coldeps=True),
+    "b1n32_best_o128_scd_pfoq": R(_B1N32_BEST, o=(128, 64), s_coldeps=True, l2_prefetch="oq"),
+    "b1n32_o128_cs_scd": R(_B1N32, o=(128, 64), cvt_stage=True, order="PWCOQRTS", s_coldeps=True),
+    "b1n32_o128_cs_scd_pfoq": R(
+        _B1N32, o=(128, 64), cvt_stage=True, order="PWCOQRTS", s_coldeps=True, l2_prefetch="oq"
+    ),
+    "s3_w4_x_cs_scd": R(_S3W4, cvt="x", cvt_stage=True, order="PWCOQRTS", s_coldeps=True),
+    "s3_hx_nr_r128s128_scd": R(_S3HX, s_coldeps=True),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
