@@ -562,11 +562,11 @@ def _wait_q_cols(
     col_cnt, col_done, colb, off_r, D, mt_q, n_sc, NW: tl.constexpr, POLL1: tl.constexpr, QN: tl.constexpr,
     SM: tl.constexpr, CHK: tl.constexpr,
 ):  # fmt: skip
-    """S with `s_coldeps`: wait until every Q tile of the D columns [off_r, off_r + SM) is finished (a counter per
-    Q column tile of this MLP, from colb, reaching its mt_q row tiles), then count this item among the column's
-    waiters (n_sc S column tiles per S row tile that meets it); the last waiter puts both of the column's counters
-    back to zero for the next call. CHK (the interpreter, where every Q tile has run already): no spin; returns
-    whether a column counter held another count than mt_q (the caller poisons its tile then)."""
+    """S with `s_coldeps`: for each Q column tile that meets the D columns [off_r, off_r + SM) (a counter per Q
+    column tile of this MLP, from colb), wait until its mt_q row tiles are finished, then count this item among the
+    column's waiters (n_sc S column tiles per S row tile that meets it); the last waiter puts both of the column's
+    counters back to zero for the next call (every waiter has passed its wait by then). CHK (the interpreter, where every Q tile has run already):
+    no spin; returns whether a column counter held another count than mt_q (the caller poisons its tile then)."""
     c_lo = off_r // QN
     c_hi = tl.minimum((off_r + SM - 1) // QN, tl.cdiv(D, QN) - 1)
     bad = off_r < 0
@@ -575,7 +575,6 @@ def _wait_q_cols(
             bad = bad | (tl.load(col_cnt + (colb + c) * _LINE, volatile=True) != mt_q)
         else:
             _wait_for(col_cnt + (colb + c) * _LINE, mt_q, NW, POLL1)
-    for c in range(c_lo, c_hi + 1):
         lo = c * QN
         n_wait = n_sc * (tl.cdiv(tl.minimum(lo + QN, D), SM) - lo // SM)
         if tl.atomic_add(col_done + (colb + c) * _LINE, 1, sem="relaxed") == n_wait - 1:
