@@ -43,10 +43,8 @@ P tiles, W_hid ("w") and W_in ("i") in extra P items (`cvt_block` elements each)
 P counter; R and Q wait for P directly, T and S through Q. The copies are fp16 whatever the precision.
 `cvt_stage`: the same copies by items of two stages of their own, each with a per-MLP counter: W (W_hid's
 blocks; Q waits for it) and C (W_in's, H1r's and X's blocks; R, T and S wait for it); P's tiles then compute D2
-alone. `l2_prefetch`: L2 prefetches (inline PTX, GPU launches only) of O's H2r columns and G rows at an O item's
-start ("o") and of a Q tile's H1 mask before its waits ("q"), inputs the items otherwise read from HBM late.
-`s_coldeps`: S items wait for the Q tiles of their own D columns (a counter per Q column tile, Q's tickets
-column-major; the column's last S waiter puts its counters back to zero) instead of all of their MLP's Q.
+alone. `l2_prefetch`: an L2 prefetch (inline PTX, GPU launches only) of a Q tile's H1 mask before its waits,
+an input its finisher otherwise reads from HBM after the K loop.
 
 The sync counters are double-buffered: call k uses set k % 2 and the program with ticket 0 zeroes the
 other set, which call k + 1 uses (launches on one stream run one after another). Per-tile counters are put
@@ -129,13 +127,9 @@ class Config:
     # "C" (W_in, H1r, X: T, R, S wait for it), `cvt_block` elements each, with their own per-MLP counters; P's items
     # then compute D2 alone (the order names W and C, e.g. "PWCOQRTS")
     cvt_stage: bool = False
-    # L2 prefetches (inline PTX, GPU launches only) of inputs an item reads from HBM late: "o" O's H2r columns and
-    # G rows (all of M, at the item's start; its K loop keeps two chunks in flight), "q" the H1 mask tile of a Q tile
-    # (by its first K split, before the waits; loaded after the K loop), where Q does not load it before the wait
-    l2_prefetch: str = ""
-    # S items wait for the Q tiles of their own D columns (per-column counters, Q's tickets column-major within an
-    # MLP) instead of for all of the MLP's Q: S starts while Q's last columns still run (T still waits for all of Q)
-    s_coldeps: bool = False
+    # an L2 prefetch (inline PTX, GPU launches only) of each Q tile's fp32 H1 mask by the tile's first K split,
+    # before its waits, where the finisher would load it from HBM after the K loop (configs without `prefetch`)
+    l2_prefetch: bool = False
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -169,18 +163,10 @@ class Config:
         stages = _STAGES if self.cvt_stage else _STAGES[:6]
         if sorted(self.order) != sorted(stages):
             raise ValueError(f"Config.order: expected a permutation of {stages!r}, got {self.order!r}")
-        if set(self.l2_prefetch) - set("oq") or len(set(self.l2_prefetch)) != len(self.l2_prefetch):
+        if self.l2_prefetch and (self.prefetch or self.q_atomic or self.q_recompute):
             raise ValueError(
-                f"Config.l2_prefetch: expected distinct letters of 'oq', got {self.l2_prefetch!r}"
-            )
-        if "q" in self.l2_prefetch and (self.prefetch or self.q_atomic or self.q_recompute):
-            raise ValueError(
-                "Config.l2_prefetch 'q': Q loads its mask tile before the wait already (prefetch, "
-                "q_atomic) or recomputes (q_recompute)"
-            )
-        if self.s_coldeps and (self.q_atomic or self.rs_split > 1):
-            raise ValueError(
-                "Config.s_coldeps: not with q_atomic or rs_split > 1 (S needs Q's finished tiles)"
+                "Config.l2_prefetch: Q loads its mask tile before the wait already (prefetch, q_atomic) "
+                "or recomputes (q_recompute)"
             )
         if self.cvt_stage and (self.q_recompute or self.rs_split > 1):
             raise ValueError("Config.cvt_stage: not with q_recompute or rs_split > 1")
@@ -558,32 +544,6 @@ def _signal(cnt_ptr):
 
 
 @triton.jit
-def _wait_q_cols(
-    col_cnt, col_done, colb, off_r, D, mt_q, n_sc, NW: tl.constexpr, POLL1: tl.constexpr, QN: tl.constexpr,
-    SM: tl.constexpr, CHK: tl.constexpr,
-):  # fmt: skip
-    """S with `s_coldeps`: for each Q column tile that meets the D columns [off_r, off_r + SM) (a counter per Q
-    column tile of this MLP, from colb), wait until its mt_q row tiles are finished, then count this item among the
-    column's waiters (n_sc S column tiles per S row tile that meets it); the last waiter puts both of the column's
-    counters back to zero for the next call (every waiter has passed its wait by then). CHK (the interpreter, where every Q tile has run already):
-    no spin; returns whether a column counter held another count than mt_q (the caller poisons its tile then)."""
-    c_lo = off_r // QN
-    c_hi = tl.minimum((off_r + SM - 1) // QN, tl.cdiv(D, QN) - 1)
-    bad = off_r < 0
-    for c in range(c_lo, c_hi + 1):
-        if CHK:
-            bad = bad | (tl.load(col_cnt + (colb + c) * _LINE, volatile=True) != mt_q)
-        else:
-            _wait_for(col_cnt + (colb + c) * _LINE, mt_q, NW, POLL1)
-        lo = c * QN
-        n_wait = n_sc * (tl.cdiv(tl.minimum(lo + QN, D), SM) - lo // SM)
-        if tl.atomic_add(col_done + (colb + c) * _LINE, 1, sem="relaxed") == n_wait - 1:
-            tl.atomic_xchg(col_cnt + (colb + c) * _LINE, 0, sem="relaxed")
-            tl.atomic_xchg(col_done + (colb + c) * _LINE, 0, sem="relaxed")
-    return bad
-
-
-@triton.jit
 def _now(dep):
     """%globaltimer (ns) for TRACE builds (inline PTX: not available in the interpreter)."""
     return tl.inline_asm_elementwise(
@@ -764,10 +724,7 @@ def _fused_bwd_kernel(
     CVE: tl.constexpr = 16384,  # weight elements per conversion item
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
     CVS: tl.constexpr = False,  # Config.cvt_stage: the copies by stages W and C, not by P
-    PF_O: tl.constexpr = False,  # Config.l2_prefetch "o" (GPU launches only: inline PTX)
-    PF_Q: tl.constexpr = False,  # Config.l2_prefetch "q" (likewise)
-    SCD: tl.constexpr = False,  # Config.s_coldeps
-    CHK: tl.constexpr = False,  # the interpreter (SCD): check each column counter's count instead of waiting
+    PF_Q: tl.constexpr = False,  # Config.l2_prefetch (GPU launches only: inline PTX)
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -829,12 +786,6 @@ def _fused_bwd_kernel(
     n5 = ns_i + 4 * ns_h
     n6 = nw_i + 4 * nw_h
     n7 = nc_i + 4 * nc_h
-    # s_coldeps: a counter per Q column tile (IoU's, then each hypernetwork's) after the split-K tile counters (Q's,
-    # then T's), then one per Q column tile for the S items that have waited on it
-    n_qci: tl.constexpr = (1024 + QN - 1) // QN
-    n_qch: tl.constexpr = (256 + QN - 1) // QN
-    col_cnt = cnt_tile + (nq_i + 4 * nq_h + nt_i + 4 * nt_h) * _LINE
-    col_done = col_cnt + (n_qci + 4 * n_qch) * _LINE
 
     # ---- locate the item: stage (in ORDER), index u inside the stage -------------------------------
     stage = zero - 1
@@ -880,7 +831,6 @@ def _fused_bwd_kernel(
         p_target = mt_p * tl.cdiv(D, PN) + ncw + nci + nz
     w_target = ncw  # W items of this MLP (CVS)
     c_target = _sel(is_iou, nc_i, nc_h)  # C items of this MLP (CVS)
-    colb = _sel(is_iou, 0, n_qci + j * n_qch)  # this MLP's first Q column counter (SCD)
     dw_hid = _sel(is_iou, dw_hid_iou, dw_hid_hyp + j * 65536)
     dw_in = _sel(is_iou, dw_in_iou, dw_in_hyp + j * 65536)
     db_in = _sel(is_iou, db_in_iou, db_in_hyp + j * 256)
@@ -964,12 +914,6 @@ def _fused_bwd_kernel(
         # O: dW_out[k, n] = sum_m G[m, k] H2r[m, n]; db_out[k] = sum_m G[m, k]
         # (fp32-accurate: a tiny product whose K = M sum is where fp16 operands would cost the most)
         off_c = lt * ON
-        if PF_O:  # every line the K loop will read (it keeps only two chunks in flight)
-            PFR: tl.constexpr = 64
-            for r0 in range(0, M, PFR):
-                rp = r0 + tl.arange(0, PFR)
-                _prefetch_rows(h2r, D, rp, M, off_c, D, ON)
-                _prefetch_rows(g, ld_g, rp, M, 0, KG, 32)
         acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK)
         dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
         db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
@@ -982,14 +926,8 @@ def _fused_bwd_kernel(
         tile = lt // nsplit
         ks = lt % nsplit
         n_c = tl.cdiv(D, QN)
-        if SCD:  # column-major: a column's tiles finish together, and S waits per column
-            q_row = tile % mt_q
-            q_col = tile // mt_q
-            off_r = q_row * QM
-            off_c = q_col * QN
-        else:
-            off_r = (tile // n_c) * QM
-            off_c = (tile % n_c) * QN
+        off_r = (tile // n_c) * QM
+        off_c = (tile % n_c) * QN
         k_lo = ks * QKS
         k_hi = tl.minimum(k_lo + QKS, D)
         rr = off_r + tl.arange(0, QM)
@@ -1063,10 +1001,7 @@ def _fused_bwd_kernel(
                 pre1 = tl.load(h1 + offs, mask=msk, other=0.0)
             v_q = tl.where(pre1 > 0, acc_q, 0.0)
             tl.store(d1 + offs, v_q.to(d1.dtype.element_ty), mask=msk)
-            if SCD:
-                tl.store(ws_cs1 + q_row * 2048 + col0 + cc, tl.sum(v_q, axis=0), mask=cc < D)
-            else:
-                tl.store(ws_cs1 + (tile // n_c) * 2048 + col0 + cc, tl.sum(v_q, axis=0), mask=cc < D)
+            tl.store(ws_cs1 + (tile // n_c) * 2048 + col0 + cc, tl.sum(v_q, axis=0), mask=cc < D)
             if T_ATOMIC:
                 # zero dx[rows of this tile, cols off_c .. off_c + QN] (inside 0..255): T adds into it
                 dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
@@ -1078,8 +1013,6 @@ def _fused_bwd_kernel(
                     mask=z_msk,
                 )
             _signal(cnt + (_CNT_Q + mlp) * _LINE)
-            if SCD:  # this tile's column, for the S items of its D rows
-                _signal(col_cnt + (colb + q_col) * _LINE)
     elif stage == 3:
         # R: dW_hid[o, i] = sum_m D2[m, o] H1r[m, i]; db_hid[o] = sum_m D2[m, o]
         off_r, off_c, k_lo, k_hi = _rs_item(lt, RSS, D, RM, RN, rs_len, M)
@@ -1201,31 +1134,22 @@ def _fused_bwd_kernel(
     else:
         # S: dW_in[i, c] = sum_m D1[m, i] X[m, c]; db_in[i] = sum_m D1[m, i]
         off_r, off_c, k_lo, k_hi = _rs_item(lt, RSS, 256, SM, SN, rs_len, M)
-        n_sc = tl.cdiv(256, SN)
         if SINGLE_K:  # all of K = M in one chunk: load X before waiting for D1
             b_s = _single_k_t(d1, D, x, ld_x, D, 256, M, off_r, off_c, SM, SN, SK)
-            if SCD:
-                bad_s = _wait_q_cols(col_cnt, col_done, colb, off_r, D, mt_q, n_sc, NW, POLL1, QN, SM, CHK)
-            else:
-                _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
+            _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
             acc_s, cs_s = _finish_k_t(d1, D, b_s, D, M, off_r, SM, SN, SK, PREC)
         else:
             if CVS and CVT_X:  # X's copy (stage C)
                 _wait_for(cnt + (_CNT_C + mlp) * _LINE, c_target, NW, POLL1)
-            if SCD:
-                bad_s = _wait_q_cols(col_cnt, col_done, colb, off_r, D, mt_q, n_sc, NW, POLL1, QN, SM, CHK)
-            else:
-                _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
+            _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
             if TRACE:
                 cw = _clock(t)
             acc_s, cs_s = _gemm_loop(
                 d1, D, x16 if CVT_X else x, ld_x, D, 256, k_lo, k_hi, off_r, off_c, True, True,
                 SM, SN, SK, PREC, CVT_X, Q_ATOMIC,
             )  # fmt: skip
-        if CHK:  # a column counter off its count: a tile no check can miss
-            acc_s = tl.where(bad_s, float("nan"), acc_s)
         if RSS > 1:  # dW_in zeroed by the P stage's zero items
             rr_w = off_r + tl.arange(0, SM)
             cc_w = off_c + tl.arange(0, SN)
@@ -1419,8 +1343,7 @@ def launch(
     ws_tp = torch.empty(max(1, tp_elems), dtype=torch.float32, device=device)
     ws_cs2 = torch.empty(_cdiv(m, cfg.p[0]) * 2048, dtype=torch.float32, device=device)
     ws_cs1 = torch.empty(_cdiv(m, qm) * 2048, dtype=torch.float32, device=device)
-    n_col = _cdiv(D_IOU, qn) + N_HYP * _cdiv(D_HYP, qn)  # s_coldeps: Q column counters and their waiters'
-    buf = _counters(device, nq + nt + (2 * n_col if cfg.s_coldeps else 0))
+    buf = _counters(device, nq + nt)
     # this call's counter set; the flip waits for the launch to be issued: a launch that raises (e.g. out of
     # shared memory) must not leave the next call on the set this one would have zeroed (the next call would
     # start from the previous call's counts and spin on targets it never reaches: a GPU hang, session 12)
@@ -1480,10 +1403,7 @@ def launch(
         CVE=cfg.cvt_block,
         RSS=fl["RSS"],
         CVS=cfg.cvt_stage,
-        PF_O="o" in cfg.l2_prefetch and gpu,
-        PF_Q="q" in cfg.l2_prefetch and gpu,
-        SCD=cfg.s_coldeps,
-        CHK=cfg.s_coldeps and not gpu,
+        PF_Q=cfg.l2_prefetch and gpu,
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

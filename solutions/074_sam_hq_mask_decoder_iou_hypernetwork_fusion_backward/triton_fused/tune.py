@@ -267,30 +267,11 @@ VARIANTS: dict[str, Config] = {
     "b1n32_o128_cs": _O128_CS,
     "b1n32_o128_cs_ow": R(_O128_CS, order="POWCQRTS"),
     "s3_w4_x_cs": _W4_X_CS,
-    # session 39 (prepared on the CPU, not measured: no device was lent): L2 prefetches of the two inputs read from
-    # HBM late (Config.l2_prefetch). O's items (24 us each at M = 512, ~3 us per 64-row chunk of H2r whatever the
-    # chunk's width or its products' precision) keep two chunks in flight; "o" puts all of an item's H2r lines in
-    # flight at its start. Without `prefetch` (M > 192) the Q tile's finisher loads the fp32 H1 mask from HBM after
-    # its K loop, on the Q -> T / S path; "q" prefetches the tile before the waits. The shipped table's variants with
-    # either or both (M <= 192 loads Q's mask before the wait already: "o" only)
-    "b1n32_best_o128_pfo": R(_BEST_O128, l2_prefetch="o"),
-    "b1n32_best_o128_pfq": R(_BEST_O128, l2_prefetch="q"),
-    "b1n32_best_o128_pfoq": R(_BEST_O128, l2_prefetch="oq"),
-    "b1n32_o128_cs_pfo": R(_O128_CS, l2_prefetch="o"),
-    "b1n32_o128_cs_pfq": R(_O128_CS, l2_prefetch="q"),
-    "b1n32_o128_cs_pfoq": R(_O128_CS, l2_prefetch="oq"),
-    "s3_w4_x_cs_pfo": R(_W4_X_CS, l2_prefetch="o"),
-    "s3_hx_nr_r128s128_pfo": R(_S3HX, l2_prefetch="o"),
-    # session 39 (prepared, not measured): S waits for the Q tiles of its own D columns (Config.s_coldeps, Q's tickets
-    # column-major), not for all of its MLP's Q. At M = 512 (session 37's H200 trace of b1n32_best_o128) Q's items end
-    # 19.6 us (median) to 25.3 (last), and S's start after the last: S ends 30.2 / 33.3, the span's tail. With and
-    # without the L2 prefetches above
-    "b1n32_best_o128_scd": R(_BEST_O128, s_coldeps=True),
-    "b1n32_best_o128_scd_pfoq": R(_BEST_O128, s_coldeps=True, l2_prefetch="oq"),
-    "b1n32_o128_cs_scd": R(_O128_CS, s_coldeps=True),
-    "b1n32_o128_cs_scd_pfoq": R(_O128_CS, s_coldeps=True, l2_prefetch="oq"),
-    "s3_w4_x_cs_scd": R(_W4_X_CS, s_coldeps=True),
-    "s3_hx_nr_r128s128_scd": R(_S3HX, s_coldeps=True),
+    # session 39 (prepared on the CPU; measured in session 40 with an "o" form, O's H2r prefetched, which lost and
+    # was deleted): without `prefetch` (M > 192) the Q tile's finisher loads the fp32 H1 mask from HBM after its K
+    # loop, on the Q -> T / S path; Config.l2_prefetch prefetches the tile before the waits
+    "b1n32_best_o128_pfq": R(_BEST_O128, l2_prefetch=True),
+    "b1n32_o128_cs_pfq": R(_O128_CS, l2_prefetch=True),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
