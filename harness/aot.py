@@ -198,11 +198,8 @@ def kernel_resources(kernel: Any) -> dict[str, int | None]:
     return {"shared": kernel.metadata.shared, **_resources(kernel.asm["cubin"])}
 
 
-def _build_one(
-    launch: Launch, arch: int, seen: set[str], ptx_counts: Sequence[str] = ()
-) -> dict[str, Any] | None:
-    """Compile one launch; None when an identical specialization was built already. `ptx_counts`: strings whose
-    occurrences in the PTX are reported (`ptx_counts` of the result), e.g. an instruction a variant must emit."""
+def _build_one(launch: Launch, arch: int, seen: set[str]) -> dict[str, Any] | None:
+    """Compile one launch; None when an identical specialization was built already."""
     from harness.tasks import load_module
 
     module = load_module(Path(launch.module_file), f"_aot_{Path(launch.module_file).parent.name}")
@@ -212,19 +209,16 @@ def _build_one(
     kernel = compile_for(fn, args, kwargs, arch, seen)
     if kernel is None:
         return None
-    built = {"kernel": launch.kernel, "arch": arch, **kernel_resources(kernel)}
-    if ptx_counts:
-        built["ptx_counts"] = {text: kernel.asm["ptx"].count(text) for text in ptx_counts}
-    return built
+    return {"kernel": launch.kernel, "arch": arch, **kernel_resources(kernel)}
 
 
-def _child_main(path: str, arch: int, ptx_counts: Sequence[str] = ()) -> None:
+def _child_main(path: str, arch: int) -> None:
     launches = pickle.loads(Path(path).read_bytes())
     results: list[dict[str, Any]] = []
     seen: set[str] = set()
     for launch in launches:
         try:
-            built = _build_one(launch, arch, seen, ptx_counts)
+            built = _build_one(launch, arch, seen)
             if built is not None:
                 results.append(built)
         except Exception as exc:  # noqa: BLE001 - reported per launch
@@ -255,13 +249,10 @@ def compile_in_child(
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
-def build_launches(
-    launches: Sequence[Launch], arch: int, *, timeout: float = 1800, ptx_counts: Sequence[str] = ()
-) -> list[dict[str, Any]]:
+def build_launches(launches: Sequence[Launch], arch: int, *, timeout: float = 1800) -> list[dict[str, Any]]:
     """Compile the launches for sm_<arch> (90: sm_90a, 100: sm_100a) in a process without the interpreter.
 
-    One dict per distinct specialization: kernel, arch, shared (bytes), registers, stack (bytes), or error; with
-    `ptx_counts`, also how often each of those strings occurs in the build's PTX.
+    One dict per distinct specialization: kernel, arch, shared (bytes), registers, stack (bytes), or error.
     """
     import tempfile
 
@@ -269,10 +260,7 @@ def build_launches(
         path = Path(tmp) / "launches.pkl"
         path.write_bytes(pickle.dumps(list(launches)))  # the child builds each specialization once
         return compile_in_child(
-            [
-                "-c",
-                f"from harness.aot import _child_main; _child_main({str(path)!r}, {arch}, {tuple(ptx_counts)!r})",
-            ],
+            ["-c", f"from harness.aot import _child_main; _child_main({str(path)!r}, {arch})"],
             what=f"AOT build for sm_{arch}",
             timeout=timeout,
         )

@@ -315,11 +315,6 @@ def test_config_table_and_validation(kernel):
         dataclasses.replace(kernel.DEFAULT_CONFIG, cvt_stage=True, order="PWOQRCTS")
     with pytest.raises(ValueError):
         dataclasses.replace(kernel.DEFAULT_CONFIG, cvt_stage=True, order="PWCOQRTS", rs_split=2)
-    with pytest.raises(ValueError):  # Q's mask tile is loaded before the wait already with prefetch
-        dataclasses.replace(kernel.DEFAULT_CONFIG, l2_prefetch=True)
-    with pytest.raises(ValueError):  # and by every split item with q_atomic
-        dataclasses.replace(kernel.DEFAULT_CONFIG, prefetch=False, q_atomic=True, l2_prefetch=True)
-    dataclasses.replace(kernel.DEFAULT_CONFIG, prefetch=False, l2_prefetch=True)
     # W and C, which have no items without cvt_stage, take the last positions of the ORDER code
     assert kernel.DEFAULT_CONFIG.order_code() == sum(
         "POQRTSWC".index(c) << (4 * i) for i, c in enumerate("POQRTSWC")

@@ -10,7 +10,6 @@ its split pair's programmatic dependent launch, 077's) are switched on here, sin
 from __future__ import annotations
 
 import copy
-import dataclasses
 import os
 
 import pytest
@@ -346,30 +345,3 @@ def test_075_tl_phase7_fp16_builds(arch):
     tpks = {launch.kwargs["TPK7"] for launch in launches}  # sm_90a: the T = 4 shape takes the Gluon phase 7
     assert tpks >= {8, 16} and (arch == 90 or 4 in tpks), tpks
     _assert_builds(build_launches(launches, arch), arch)
-
-
-@pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
-def test_074_l2_prefetch_builds_and_emits_its_prefetches(arch):
-    """074's `Config.l2_prefetch` (inline PTX, so only a GPU launch or a build's recording turns it on; the
-    interpreter never runs it): on at M = 256 (no `prefetch`, the large-M form) the build is within the limits and
-    its PTX holds the prefetch of Q's mask tile; off, none. The recording is on meta tensors, as `solbench build`'s."""
-    from harness.inputs import allocate_outputs, gen_inputs, resolve_axes
-
-    task = load_task("074")
-    kernel = load_module(SOLUTION_074 / "kernel.py", "_build_test074_pf")
-    workload = Workload(uuid="aot", axes={"batch_size": 1, "point_batch_size": 256}, inputs={})
-    ins = gen_inputs(task.definition, workload, device="meta")
-    outs = allocate_outputs(task.definition, resolve_axes(task.definition, workload), device="meta")
-    base = kernel.pick_config(256)
-    assert not base.prefetch and not base.l2_prefetch
-    n_in = kernel.N_INPUTS
-    launches = []
-    for pf in (False, True):
-        cfg = dataclasses.replace(base, l2_prefetch=pf)
-        launches += capture_launches(
-            lambda *a, c=cfg: kernel.launch(list(a[:n_in]), list(a[n_in:]), c), [*ins, *outs]
-        )
-    assert len(launches) == 2
-    builds = build_launches(launches, arch, ptx_counts=("prefetch.global.L2",))
-    _assert_builds(builds, arch)
-    assert [b["ptx_counts"]["prefetch.global.L2"] for b in builds] == [0, 1]

@@ -43,8 +43,7 @@ P tiles, W_hid ("w") and W_in ("i") in extra P items (`cvt_block` elements each)
 P counter; R and Q wait for P directly, T and S through Q. The copies are fp16 whatever the precision.
 `cvt_stage`: the same copies by items of two stages of their own, each with a per-MLP counter: W (W_hid's
 blocks; Q waits for it) and C (W_in's, H1r's and X's blocks; R, T and S wait for it); P's tiles then compute D2
-alone. `l2_prefetch`: an L2 prefetch (inline PTX, GPU launches only) of a Q tile's H1 mask before its waits,
-an input its finisher otherwise reads from HBM after the K loop.
+alone.
 
 The sync counters are double-buffered: call k uses set k % 2 and the program with ticket 0 zeroes the
 other set, which call k + 1 uses (launches on one stream run one after another). Per-tile counters are put
@@ -127,9 +126,6 @@ class Config:
     # "C" (W_in, H1r, X: T, R, S wait for it), `cvt_block` elements each, with their own per-MLP counters; P's items
     # then compute D2 alone (the order names W and C, e.g. "PWCOQRTS")
     cvt_stage: bool = False
-    # an L2 prefetch (inline PTX, GPU launches only) of each Q tile's fp32 H1 mask by the tile's first K split,
-    # before its waits, where the finisher would load it from HBM after the K loop (configs without `prefetch`)
-    l2_prefetch: bool = False
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -163,11 +159,6 @@ class Config:
         stages = _STAGES if self.cvt_stage else _STAGES[:6]
         if sorted(self.order) != sorted(stages):
             raise ValueError(f"Config.order: expected a permutation of {stages!r}, got {self.order!r}")
-        if self.l2_prefetch and (self.prefetch or self.q_atomic or self.q_recompute):
-            raise ValueError(
-                "Config.l2_prefetch: Q loads its mask tile before the wait already (prefetch, q_atomic) "
-                "or recomputes (q_recompute)"
-            )
         if self.cvt_stage and (self.q_recompute or self.rs_split > 1):
             raise ValueError("Config.cvt_stage: not with q_recompute or rs_split > 1")
         pos = {c: i for i, c in enumerate(self.order)}
@@ -560,23 +551,6 @@ def _clock(dep):
 
 
 @triton.jit
-def _prefetch_l2(ptrs):
-    """Fire-and-forget L2 prefetch of the 128-byte lines holding `ptrs` (inline PTX: GPU launches only)."""
-    tl.inline_asm_elementwise(
-        "mov.u32 $0, 0;\n\tprefetch.global.L2 [$1];", "=r,l", [ptrs], dtype=tl.int32, is_pure=False, pack=1
-    )
-
-
-@triton.jit
-def _prefetch_rows(base, ld, rr, R, off_c, C, BC: tl.constexpr):
-    """L2 prefetch of base[rr, off_c : off_c + BC] (fp32, row stride ld): one address per 32 floats (a line when
-    rows are line-aligned), rows clamped to R - 1 and columns to C - 1 (every address stays inside the array)."""
-    lc = tl.minimum(off_c + tl.arange(0, (BC + 31) // 32) * 32, C - 1)
-    r = tl.minimum(rr, R - 1)
-    _prefetch_l2(base + r[:, None] * ld + lc[None, :])
-
-
-@triton.jit
 def _smid(dep):
     return tl.inline_asm_elementwise(
         "mov.u32 $0, %smid;", "=r,r", [dep], dtype=tl.int32, is_pure=False, pack=1
@@ -724,7 +698,6 @@ def _fused_bwd_kernel(
     CVE: tl.constexpr = 16384,  # weight elements per conversion item
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
     CVS: tl.constexpr = False,  # Config.cvt_stage: the copies by stages W and C, not by P
-    PF_Q: tl.constexpr = False,  # Config.l2_prefetch (GPU launches only: inline PTX)
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -959,9 +932,6 @@ def _fused_bwd_kernel(
         else:
             if Q_ATOMIC:  # every split item applies the mask: load it before waiting
                 pre1_q = tl.load(h1 + offs, mask=msk, other=0.0)
-            if PF_Q:  # the mask tile, which the tile's finisher loads after the K loop
-                if ks == 0:
-                    _prefetch_rows(h1, D, rr, M, off_c, D, QN)
             if CVS and CVT_W:  # W_hid's copy (stage W)
                 _wait_for(cnt + (_CNT_W + mlp) * _LINE, w_target, NW, POLL1)
             _wait_for(cnt + (_CNT_P + mlp) * _LINE, p_target, NW, POLL1)
@@ -1319,7 +1289,6 @@ def launch(
         if not t.is_contiguous() or t.dtype != torch.float32:
             raise TypeError(f"output {i}: expected a contiguous float32 tensor")
     device = g_iou.device
-    gpu = device.type != "cpu"  # a CUDA launch, or a build's recording (meta tensors); not the interpreter
     ws_elems = max(1, m * (D_IOU + N_HYP * D_HYP))
     # With fp16 operands the MMAs round D1/D2 to fp16 anyway: storing them so halves their traffic (only
     # the bias sums see the rounding, ~1e-4 relative).
@@ -1403,7 +1372,6 @@ def launch(
         CVE=cfg.cvt_block,
         RSS=fl["RSS"],
         CVS=cfg.cvt_stage,
-        PF_Q=cfg.l2_prefetch and gpu,
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

@@ -267,11 +267,6 @@ VARIANTS: dict[str, Config] = {
     "b1n32_o128_cs": _O128_CS,
     "b1n32_o128_cs_ow": R(_O128_CS, order="POWCQRTS"),
     "s3_w4_x_cs": _W4_X_CS,
-    # session 39 (prepared on the CPU; measured in session 40 with an "o" form, O's H2r prefetched, which lost and
-    # was deleted): without `prefetch` (M > 192) the Q tile's finisher loads the fp32 H1 mask from HBM after its K
-    # loop, on the Q -> T / S path; Config.l2_prefetch prefetches the tile before the waits
-    "b1n32_best_o128_pfq": R(_BEST_O128, l2_prefetch=True),
-    "b1n32_o128_cs_pfq": R(_O128_CS, l2_prefetch=True),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
