@@ -177,6 +177,11 @@ CASES = {
     "m70-cvt-stage": ((2, 35), dict(LOOPS_70, cvt="whix", cvt_block=65536, cvt_stage=True, order="PWCOQRTS")),
     # the same with small blocks (80 W items) and another order (C first, O between P and W); M = 20, 16-row P tiles
     "m20-cvt-stage": ((4, 5), dict(LOOPS_20, cvt="whix", cvt_block=16384, cvt_stage=True, order="CPOWQRTS")),
+    # the IoU MLP's O items in fp32 FMA (32-row chunks: M = 70 ends inside one; O 128 wide: 8 IoU items, one of them
+    # with db_out), the hypernetworks' through the tensor cores
+    "m70-o-fma": ((2, 35), dict(LOOPS_70, o=(128, 64), o_iou_fma=True)),
+    # and M = 3, below one chunk, O 128 wide
+    "m3-o-fma": ((1, 3), dict(o=(128, 32), o_iou_fma=True)),
     # only H1r and X copied (stage W empty), M = 131: X blocks of hypernetwork rows (a stride of 1024)
     "m131-cvt-stage-hx": (
         (1, 131),

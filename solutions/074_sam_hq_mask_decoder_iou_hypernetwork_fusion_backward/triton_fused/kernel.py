@@ -126,6 +126,9 @@ class Config:
     # "C" (W_in, H1r, X: T, R, S wait for it), `cvt_block` elements each, with their own per-MLP counters; P's items
     # then compute D2 alone (the order names W and C, e.g. "PWCOQRTS")
     cvt_stage: bool = False
+    # the IoU MLP's O items (G has 4 columns) as fp32 FMA broadcast products over 32-row chunks, 4 chunks in flight,
+    # instead of the tf32x3 tensor-core product padded to 32 rows (the hypernetworks' O items unchanged)
+    o_iou_fma: bool = False
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -468,6 +471,49 @@ def _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr):
 
 
 @triton.jit
+def _o_iou_fma(g, h2r, D, M, off_c, dw_out, db_out, ON: tl.constexpr, OKF: tl.constexpr, OFS: tl.constexpr):
+    """The IoU MLP's O item (`o_iou_fma`): dW_out[0:4, off_c:off_c + ON] = G^T @ H2r[:, off_c:] and db_out = colsum G
+    in fp32 FMA (G[m, k] = g[m * 4 + k]): per OKF-row chunk four broadcast products into [OKF, ON] accumulators,
+    summed over the rows once at the end; the loop's loads pipelined OFS deep (Triton's cp.async pipelining)."""
+    kk = tl.arange(0, OKF)
+    cc = off_c + tl.arange(0, ON)
+    c_ok = cc < D
+    a0 = tl.zeros((OKF, ON), dtype=tl.float32)
+    a1 = tl.zeros((OKF, ON), dtype=tl.float32)
+    a2 = tl.zeros((OKF, ON), dtype=tl.float32)
+    a3 = tl.zeros((OKF, ON), dtype=tl.float32)
+    s0 = tl.zeros((OKF,), dtype=tl.float32)
+    s1 = tl.zeros((OKF,), dtype=tl.float32)
+    s2 = tl.zeros((OKF,), dtype=tl.float32)
+    s3 = tl.zeros((OKF,), dtype=tl.float32)
+    for k0 in tl.range(0, M, OKF, num_stages=OFS):
+        k = k0 + kk
+        k_ok = k < M
+        b = tl.load(h2r + k[:, None] * D + cc[None, :], mask=k_ok[:, None] & c_ok[None, :], other=0.0)
+        g0 = tl.load(g + k * 4, mask=k_ok, other=0.0)
+        g1 = tl.load(g + k * 4 + 1, mask=k_ok, other=0.0)
+        g2 = tl.load(g + k * 4 + 2, mask=k_ok, other=0.0)
+        g3 = tl.load(g + k * 4 + 3, mask=k_ok, other=0.0)
+        a0 += g0[:, None] * b
+        a1 += g1[:, None] * b
+        a2 += g2[:, None] * b
+        a3 += g3[:, None] * b
+        s0 += g0
+        s1 += g1
+        s2 += g2
+        s3 += g3
+    tl.store(dw_out + cc, tl.sum(a0, axis=0), mask=c_ok)
+    tl.store(dw_out + D + cc, tl.sum(a1, axis=0), mask=c_ok)
+    tl.store(dw_out + 2 * D + cc, tl.sum(a2, axis=0), mask=c_ok)
+    tl.store(dw_out + 3 * D + cc, tl.sum(a3, axis=0), mask=c_ok)
+    if off_c == 0:
+        i4 = tl.arange(0, 4)
+        t0, t1, t2, t3 = tl.sum(s0, axis=0), tl.sum(s1, axis=0), tl.sum(s2, axis=0), tl.sum(s3, axis=0)
+        gs = tl.where(i4 == 0, t0, tl.where(i4 == 1, t1, tl.where(i4 == 2, t2, t3)))
+        tl.store(db_out + i4, gs)
+
+
+@triton.jit
 def _store_tile(acc, out, ld, R, C, off_r, off_c, BR: tl.constexpr, BC: tl.constexpr):
     rr = off_r + tl.arange(0, BR)
     cc = off_c + tl.arange(0, BC)
@@ -698,6 +744,7 @@ def _fused_bwd_kernel(
     CVE: tl.constexpr = 16384,  # weight elements per conversion item
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
     CVS: tl.constexpr = False,  # Config.cvt_stage: the copies by stages W and C, not by P
+    O_FMA: tl.constexpr = False,  # Config.o_iou_fma
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -887,12 +934,17 @@ def _fused_bwd_kernel(
         # O: dW_out[k, n] = sum_m G[m, k] H2r[m, n]; db_out[k] = sum_m G[m, k]
         # (fp32-accurate: a tiny product whose K = M sum is where fp16 operands would cost the most)
         off_c = lt * ON
-        acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK)
-        dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
-        db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
-        _store_tile(acc_o, dw_out, D, KG, D, 0, off_c, OM, ON)
-        if off_c == 0:
-            tl.store(db_out + tl.arange(0, 32), gs, mask=tl.arange(0, 32) < KG)
+        if (
+            O_FMA and is_iou
+        ):  # (O_FMA a compile-time switch: without it, the code the table was measured with)
+            _o_iou_fma(g, h2r, D, M, off_c, dw_out_iou, db_out_iou, ON, 32, 4)
+        else:
+            acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK)
+            dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
+            db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
+            _store_tile(acc_o, dw_out, D, KG, D, 0, off_c, OM, ON)
+            if off_c == 0:
+                tl.store(db_out + tl.arange(0, 32), gs, mask=tl.arange(0, 32) < KG)
     elif stage == 2:
         # Q: D1 = (D2 @ W_hid) * (H1 > 0), one K range [k_lo, k_hi) of D per item
         nsplit = tl.cdiv(D, QKS)
@@ -1372,6 +1424,7 @@ def launch(
         CVE=cfg.cvt_block,
         RSS=fl["RSS"],
         CVS=cfg.cvt_stage,
+        O_FMA=cfg.o_iou_fma,
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
