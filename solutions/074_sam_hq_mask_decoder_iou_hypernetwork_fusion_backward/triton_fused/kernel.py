@@ -43,7 +43,8 @@ P tiles, W_hid ("w") and W_in ("i") in extra P items (`cvt_block` elements each)
 P counter; R and Q wait for P directly, T and S through Q. The copies are fp16 whatever the precision.
 `cvt_stage`: the same copies by items of two stages of their own, each with a per-MLP counter: W (W_hid's
 blocks; Q waits for it) and C (W_in's, H1r's and X's blocks; R, T and S wait for it); P's tiles then compute D2
-alone.
+alone. `o_iou_fma`: the IoU MLP's O items (G has 4 columns) in fp32 FMA instead of the tf32x3 tensor-core product,
+whose 32-row tile is 28 rows of padding there.
 
 The sync counters are double-buffered: call k uses set k % 2 and the program with ticket 0 zeroes the
 other set, which call k + 1 uses (launches on one stream run one after another). Per-tile counters are put

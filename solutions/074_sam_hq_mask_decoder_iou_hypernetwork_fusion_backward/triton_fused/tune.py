@@ -269,7 +269,7 @@ VARIANTS: dict[str, Config] = {
     "s3_w4_x_cs": _W4_X_CS,
     # session 40 (prepared, not measured): the IoU MLP's O items in fp32 FMA (Config.o_iou_fma). O alone at M = 512 (H100
     # probe, ncu) is bound by the tf32x3 product's instruction chain, ~940 warp instructions per 64-row chunk at 5.2
-    # cycles each, its 4 G columns padded to 32 rows; the FMA form is ~200 per 32-row chunk, 4 chunks in flight
+    # cycles each, its 4 G columns padded to 32 rows; the FMA form ~200 PTX lines per 32-row chunk (local build), 4 chunks in flight
     "b1n32_best_o128_ofma": R(_BEST_O128, o_iou_fma=True),
     "b1n32_o128_cs_ofma": R(_O128_CS, o_iou_fma=True),
     "s3_w4_x_cs_ofma": R(_W4_X_CS, o_iou_fma=True),
