@@ -935,9 +935,8 @@ def _fused_bwd_kernel(
         # O: dW_out[k, n] = sum_m G[m, k] H2r[m, n]; db_out[k] = sum_m G[m, k]
         # (fp32-accurate: a tiny product whose K = M sum is where fp16 operands would cost the most)
         off_c = lt * ON
-        if (
-            O_FMA and is_iou
-        ):  # (O_FMA a compile-time switch: without it, the code the table was measured with)
+        # (O_FMA is a compile-time switch: without it, the code the table was measured with)
+        if O_FMA and is_iou:
             _o_iou_fma(g, h2r, D, M, off_c, dw_out_iou, db_out_iou, ON, 32, 4)
         else:
             acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK)
