@@ -182,6 +182,11 @@ CASES = {
     "m70-o-fma": ((2, 35), dict(LOOPS_70, o=(128, 64), o_iou_fma=True)),
     # and M = 3, below one chunk, O 128 wide
     "m3-o-fma": ((1, 3), dict(o=(128, 32), o_iou_fma=True)),
+    # O's products as three fp16 products of hi / lo parts (every O item; the fp32 bound above fails with any of the
+    # three products dropped: one fp16 rounding is ~5e-4 of a product); M = 70: 2 K chunks of 64, the second part-full
+    "m70-o-split16": ((2, 35), dict(LOOPS_70, o=(128, 64), o_split16=True)),
+    # with the IoU MLP's items in fp32 FMA (the hypernetworks' split), M = 3
+    "m3-o-fma-split16": ((1, 3), dict(o=(128, 32), o_iou_fma=True, o_split16=True)),
     # only H1r and X copied (stage W empty), M = 131: X blocks of hypernetwork rows (a stride of 1024)
     "m131-cvt-stage-hx": (
         (1, 131),

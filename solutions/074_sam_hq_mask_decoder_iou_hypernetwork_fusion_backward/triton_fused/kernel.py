@@ -44,7 +44,8 @@ P counter; R and Q wait for P directly, T and S through Q. The copies are fp16 w
 `cvt_stage`: the same copies by items of two stages of their own, each with a per-MLP counter: W (W_hid's
 blocks; Q waits for it) and C (W_in's, H1r's and X's blocks; R, T and S wait for it); P's tiles then compute D2
 alone. `o_iou_fma`: the IoU MLP's O items (G has 4 columns) in fp32 FMA instead of the tf32x3 tensor-core product,
-whose 32-row tile is 28 rows of padding there.
+whose 32-row tile is 28 rows of padding there. `o_split16`: the other O items' products as three fp16 products of
+operands split into high and low fp16 parts.
 
 The sync counters are double-buffered: call k uses set k % 2 and the program with ticket 0 zeroes the
 other set, which call k + 1 uses (launches on one stream run one after another). Per-tile counters are put
@@ -130,6 +131,10 @@ class Config:
     # the IoU MLP's O items (G has 4 columns) as fp32 FMA broadcast products over 32-row chunks, 4 chunks in flight,
     # instead of the tf32x3 tensor-core product padded to 32 rows (the hypernetworks' O items unchanged)
     o_iou_fma: bool = False
+    # O's products (the items o_iou_fma does not take) as three fp16 tensor-core products of operands split into a
+    # high and a low fp16 part (hi.hi + hi.lo + lo.hi) instead of tf32x3's: about the same accuracy for values in fp16's
+    # range (which every other product assumes), 649 instead of 889 instructions per 64-row chunk (static sm_90a SASS)
+    o_split16: bool = False
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -452,8 +457,10 @@ def _col_partial_sums(ws, n_rows, col0, R, off_r, BR: tl.constexpr):
 
 
 @triton.jit
-def _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr):
-    """dW_out tile [32, ON] = G^T @ H2r[:, off_c:] (fp32-accurate tf32x3) and the column sums of G."""
+def _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr, S16: tl.constexpr):
+    """dW_out tile [32, ON] = G^T @ H2r[:, off_c:] (fp32-accurate: tf32x3, or with `S16` (`o_split16`) as
+    hi.lo + lo.hi + hi.hi of fp16 parts (`_split16`), whose dropped lo.lo term and lo's rounding are ~2^-22 of each
+    product) and the column sums of G."""
     kk = tl.arange(0, OK)
     gk = tl.arange(0, 32)
     cc = off_c + tl.arange(0, ON)
@@ -466,9 +473,24 @@ def _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr):
         k_ok = k < M
         a_t = tl.load(g + k[:, None] * ld_g + gk[None, :], mask=k_ok[:, None] & g_ok[None, :], other=0.0)
         b = tl.load(h2r + k[:, None] * D + cc[None, :], mask=k_ok[:, None] & c_ok[None, :], other=0.0)
-        acc = tl.dot(tl.trans(a_t), b, acc, input_precision="tf32x3")
+        if S16:
+            a_hi, a_lo = _split16(tl.trans(a_t))
+            b_hi, b_lo = _split16(b)
+            acc = tl.dot(a_hi, b_lo, acc)
+            acc = tl.dot(a_lo, b_hi, acc)
+            acc = tl.dot(a_hi, b_hi, acc)
+        else:
+            acc = tl.dot(tl.trans(a_t), b, acc, input_precision="tf32x3")
         gs += tl.sum(a_t, axis=0)
     return acc, gs
+
+
+@triton.jit
+def _split16(x):
+    """fp32 -> (hi, lo) fp16 with hi = fp16(x) and lo = fp16(x - hi): hi + lo carries ~22 bits of x's mantissa for
+    values in fp16's normal range (x - hi is exact in fp32)."""
+    hi = x.to(tl.float16)
+    return hi, (x - hi.to(tl.float32)).to(tl.float16)
 
 
 @triton.jit
@@ -746,6 +768,7 @@ def _fused_bwd_kernel(
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
     CVS: tl.constexpr = False,  # Config.cvt_stage: the copies by stages W and C, not by P
     O_FMA: tl.constexpr = False,  # Config.o_iou_fma
+    O_S16: tl.constexpr = False,  # Config.o_split16
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -939,7 +962,7 @@ def _fused_bwd_kernel(
         if O_FMA and is_iou:
             _o_iou_fma(g, h2r, D, M, off_c, dw_out_iou, db_out_iou, ON, 32, 4)
         else:
-            acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK)
+            acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK, O_S16)
             dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
             db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
             _store_tile(acc_o, dw_out, D, KG, D, 0, off_c, OM, ON)
@@ -1425,6 +1448,7 @@ def launch(
         RSS=fl["RSS"],
         CVS=cfg.cvt_stage,
         O_FMA=cfg.o_iou_fma,
+        O_S16=cfg.o_split16,
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

@@ -274,6 +274,15 @@ VARIANTS: dict[str, Config] = {
     "b1n32_o128_cs_ofma": R(_O128_CS, o_iou_fma=True),
     "s3_w4_x_cs_ofma": R(_W4_X_CS, o_iou_fma=True),
     "s3_hx_nr_r128s128_ofma": R(_S3HX, o_iou_fma=True),
+    # session 41 (prepared, not measured; the _ofma rows above measured on an H100 the same day: NOTES "Session 41"):
+    # O's products as three fp16 products of hi / lo parts (Config.o_split16). Static sm_90a SASS of O's loop (local
+    # Triton 3.6, one 64-row chunk, 8 warps, 128 columns): 649 instructions against tf32x3's 889 (48 HMMA against 96,
+    # none of tf32x3's per-fragment split chain of FSETP / SEL / LOP3)
+    "b1n32_best_o128_ofma_o16": R(_BEST_O128, o_iou_fma=True, o_split16=True),
+    "b1n32_best_o128_o16": R(_BEST_O128, o_split16=True),
+    "b1n32_o128_cs_o16": R(_O128_CS, o_split16=True),
+    "s3_w4_x_cs_o16": R(_W4_X_CS, o_split16=True),
+    "s3_hx_nr_r128s128_o16": R(_S3HX, o_split16=True),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
