@@ -135,6 +135,8 @@ class Config:
     # high and a low fp16 part (hi.hi + hi.lo + lo.hi) instead of tf32x3's: about the same accuracy for values in fp16's
     # range (which every other product assumes), 649 instead of 889 instructions per 64-row chunk (static sm_90a SASS)
     o_split16: bool = False
+    # pipeline depth of O's K loop over M (Triton's num_stages of that loop; None: the launch's num_stages)
+    o_stages: int | None = None
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -157,6 +159,8 @@ class Config:
             )
         if self.cvt_block & (self.cvt_block - 1) or not 1024 <= self.cvt_block <= 65536:
             raise ValueError(f"Config.cvt_block: a power of two in [1024, 65536], got {self.cvt_block}")
+        if self.o_stages is not None and not 1 <= self.o_stages <= 8:
+            raise ValueError(f"Config.o_stages: None or 1..8, got {self.o_stages}")
         if self.rs_split not in (1, 2, 4, 8, 16):
             raise ValueError(f"Config.rs_split: 1, 2, 4, 8 or 16, got {self.rs_split}")
         if self.q_recompute and self.rs_split > 1:
@@ -457,10 +461,12 @@ def _col_partial_sums(ws, n_rows, col0, R, off_r, BR: tl.constexpr):
 
 
 @triton.jit
-def _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr, S16: tl.constexpr):
+def _o_loop(
+    g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr, S16: tl.constexpr, OST: tl.constexpr
+):
     """dW_out tile [32, ON] = G^T @ H2r[:, off_c:] (fp32-accurate: tf32x3, or with `S16` (`o_split16`) as
     hi.lo + lo.hi + hi.hi of fp16 parts (`_split16`), whose dropped lo.lo term and lo's rounding are ~2^-22 of each
-    product) and the column sums of G."""
+    product) and the column sums of G; the loop pipelined OST deep (None: the launch's num_stages)."""
     kk = tl.arange(0, OK)
     gk = tl.arange(0, 32)
     cc = off_c + tl.arange(0, ON)
@@ -468,7 +474,7 @@ def _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr, S
     c_ok = cc < D
     acc = tl.zeros((32, ON), dtype=tl.float32)
     gs = tl.zeros((32,), dtype=tl.float32)
-    for k0 in range(0, M, OK):
+    for k0 in tl.range(0, M, OK, num_stages=OST):
         k = k0 + kk
         k_ok = k < M
         a_t = tl.load(g + k[:, None] * ld_g + gk[None, :], mask=k_ok[:, None] & g_ok[None, :], other=0.0)
@@ -769,6 +775,7 @@ def _fused_bwd_kernel(
     CVS: tl.constexpr = False,  # Config.cvt_stage: the copies by stages W and C, not by P
     O_FMA: tl.constexpr = False,  # Config.o_iou_fma
     O_S16: tl.constexpr = False,  # Config.o_split16
+    OST: tl.constexpr = None,  # Config.o_stages
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -962,7 +969,7 @@ def _fused_bwd_kernel(
         if O_FMA and is_iou:
             _o_iou_fma(g, h2r, D, M, off_c, dw_out_iou, db_out_iou, ON, 32, 4)
         else:
-            acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK, O_S16)
+            acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK, O_S16, OST)
             dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
             db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
             _store_tile(acc_o, dw_out, D, KG, D, 0, off_c, OM, ON)
@@ -1449,6 +1456,7 @@ def launch(
         CVS=cfg.cvt_stage,
         O_FMA=cfg.o_iou_fma,
         O_S16=cfg.o_split16,
+        OST=cfg.o_stages,
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

@@ -283,6 +283,9 @@ VARIANTS: dict[str, Config] = {
     "b1n32_o128_cs_o16": R(_O128_CS, o_split16=True),
     "s3_w4_x_cs_o16": R(_W4_X_CS, o_split16=True),
     "s3_hx_nr_r128s128_o16": R(_S3HX, o_split16=True),
+    # and O's loop over 32-row chunks pipelined 4 deep (Config.o_stages), as o_iou_fma's (its sweep's one gain)
+    "b1n32_best_o128_ofma_o16s4": R(_BEST_O128, o=(128, 32), o_iou_fma=True, o_split16=True, o_stages=4),
+    "b1n32_best_o128_ofma_s4": R(_BEST_O128, o=(128, 32), o_iou_fma=True, o_stages=4),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
