@@ -267,17 +267,17 @@ VARIANTS: dict[str, Config] = {
     "b1n32_o128_cs": _O128_CS,
     "b1n32_o128_cs_ow": R(_O128_CS, order="POWCQRTS"),
     "s3_w4_x_cs": _W4_X_CS,
-    # session 40 (measured in session 41 on an H100, NOTES "Session 41"): the IoU MLP's O items in fp32 FMA (Config.o_iou_fma). O alone at M = 512 (H100
-    # probe, ncu) is bound by the tf32x3 product's instruction chain, ~940 warp instructions per 64-row chunk at 5.2
-    # cycles each, its 4 G columns padded to 32 rows; the FMA form ~200 PTX lines per 32-row chunk (local build), 4 chunks in flight
+    # session 40 (measured in session 41 on an H100, NOTES "Session 41"): the IoU MLP's O items in fp32 FMA
+    # (Config.o_iou_fma). O alone at M = 512 (H100 probe, ncu) is bound by the tf32x3 product's instruction chain,
+    # ~940 warp instructions per 64-row chunk at 5.2 cycles each, its 4 G columns padded to 32 rows; the FMA form ~200
+    # PTX lines per 32-row chunk (local build), 4 chunks in flight
     "b1n32_best_o128_ofma": R(_BEST_O128, o_iou_fma=True),
     "b1n32_o128_cs_ofma": R(_O128_CS, o_iou_fma=True),
     "s3_w4_x_cs_ofma": R(_W4_X_CS, o_iou_fma=True),
     "s3_hx_nr_r128s128_ofma": R(_S3HX, o_iou_fma=True),
-    # session 41 (prepared, not measured):
-    # O's products as three fp16 products of hi / lo parts (Config.o_split16). Static sm_90a SASS of O's loop (local
-    # Triton 3.6, one 64-row chunk, 8 warps, 128 columns): 649 instructions against tf32x3's 889 (48 HMMA against 96,
-    # none of tf32x3's per-fragment split chain of FSETP / SEL / LOP3)
+    # session 41 (prepared, not measured): O's products as three fp16 products of hi / lo parts (Config.o_split16).
+    # Static sm_90a SASS of O's loop (local Triton 3.6, one 64-row chunk, 8 warps, 128 columns): 649 instructions
+    # against tf32x3's 889 (48 HMMA against 96, none of tf32x3's per-fragment split chain of FSETP / SEL / LOP3)
     "b1n32_best_o128_ofma_o16": R(_BEST_O128, o_iou_fma=True, o_split16=True),
     "b1n32_best_o128_o16": R(_BEST_O128, o_split16=True),
     "b1n32_o128_cs_o16": R(_O128_CS, o_split16=True),
