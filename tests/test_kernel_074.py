@@ -278,7 +278,7 @@ MEASURED_BANDS = {
     96: "s3_hx_nr_r128s128",
     192: "s3_w4_x_cs",
     384: "b1n32_o128_cs",
-    1 << 62: "b1n32_best_o128",
+    1 << 62: "b1n32_best_o128_ofma",
 }
 
 

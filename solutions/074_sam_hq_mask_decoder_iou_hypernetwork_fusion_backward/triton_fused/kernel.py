@@ -232,11 +232,13 @@ CONFIG_TABLE: list[tuple[int, Config]] = [
     (384, dataclasses.replace(_B1N, o=(128, 64), cvt_stage=True, order="PWCOQRTS")),
     # 'b1n32_best_o128': 'b1n32_q1r256t1' (session 12: M=449/512 35.6-37.0 us against 40.8-42.5 for 'b1n_cv32k'):
     # Q and T without K splits, R tiles 256 wide; and O tiles 128 wide (session 37: 16 O items instead of 32, each
-    # as long, on a quarter of the SMs until the end: M=449/512 33.7-34.0/34.9-35.5 against 35.6-35.7/36.9-37.1 us)
+    # as long, on a quarter of the SMs until the end: M=449/512 33.7-34.0/34.9-35.5 against 35.6-35.7/36.9-37.1 us);
+    # and the IoU MLP's O items in fp32 FMA, 'b1n32_best_o128_ofma' (session 42, official A/B on an H100, --repeat 2:
+    # the eight M = 449 / 512 workloads 2.2-3.0 % faster, e.g. 38.0 -> 36.9 us)
     (
         1 << 62,
         dataclasses.replace(
-            _B1N, q=(128, 64, 1024, 64), r=(128, 256, 64), t=(128, 128, 1024, 64), o=(128, 64)
+            _B1N, q=(128, 64, 1024, 64), r=(128, 256, 64), t=(128, 128, 1024, 64), o=(128, 64), o_iou_fma=True
         ),
     ),
 ]
