@@ -286,6 +286,14 @@ VARIANTS: dict[str, Config] = {
     # and O's loop over 32-row chunks pipelined 4 deep (Config.o_stages), as o_iou_fma's loop is
     "b1n32_best_o128_ofma_o16s4": R(_BEST_O128, o=(128, 32), o_iou_fma=True, o_split16=True, o_stages=4),
     "b1n32_best_o128_ofma_s4": R(_BEST_O128, o=(128, 32), o_iou_fma=True, o_stages=4),
+    # session 42: around the shipped M > 384 variant (b1n32_best_o128_ofma), whose IoU O items are now short: the
+    # settings that lost while O was the tail (the copies by stages W and C, O elsewhere in ticket order, 64-wide O
+    # tiles, four pipeline stages)
+    "b1n32_best_o128_ofma_cs": R(_BEST_O128, o_iou_fma=True, cvt_stage=True, order="PWCOQRTS"),
+    "b1n32_best_o128_ofma_pqo": R(_BEST_O128, o_iou_fma=True, order="PQORTS"),
+    "b1n32_best_o128_ofma_opq": R(_BEST_O128, o_iou_fma=True, order="OPQRTS"),
+    "b1n32_best_o64_ofma": R(_BEST_O128, o=(64, 64), o_iou_fma=True),
+    "b1n32_best_o128_ofma_ns4": R(_BEST_O128, o_iou_fma=True, num_stages=4),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
