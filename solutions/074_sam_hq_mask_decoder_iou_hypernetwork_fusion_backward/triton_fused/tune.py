@@ -294,6 +294,9 @@ VARIANTS: dict[str, Config] = {
     "b1n32_best_o128_ofma_opq": R(_BEST_O128, o_iou_fma=True, order="OPQRTS"),
     "b1n32_best_o64_ofma": R(_BEST_O128, o=(64, 64), o_iou_fma=True),
     "b1n32_best_o128_ofma_ns4": R(_BEST_O128, o_iou_fma=True, num_stages=4),
+    # and R's tickets ahead of Q's: the M = 512 trace has R's 40 items (9 us each, waiting only for P) start at 18.8 us,
+    # after all of Q's tickets, and end at 30.8
+    "b1n32_best_o128_ofma_orq": R(_BEST_O128, o_iou_fma=True, order="PORQTS"),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
