@@ -356,7 +356,8 @@ def test_075_tl_phase7_fp16_builds(arch):
 def test_074_o_options_build(arch, option, flag, value):
     """074's O options (`Config.o_iou_fma`: the IoU MLP's O items in fp32 FMA; `Config.o_split16`: O's products as
     three fp16 products of hi / lo parts; `Config.o_stages`: O's loop pipelined deeper) reach the launch and build
-    within the limits (on sm_90a without stack) for the table's M = 64 and M = 512 variants; the shared memory stays
+    within the limits (on sm_90a without stack) for the table's M = 64 and M = 512 variants, each built with the option
+    off and on; the shared memory stays
     the variant's own (O's loops fit in what the K loops take already) but for the deeper O loop at M = 64. Recorded
     on meta tensors."""
     from harness.inputs import allocate_outputs, gen_inputs, resolve_axes
@@ -364,17 +365,19 @@ def test_074_o_options_build(arch, option, flag, value):
     task = load_task("074")
     kernel = load_module(SOLUTION_074 / "kernel.py", f"_build_test074_{option}")
     n_in = kernel.N_INPUTS
+    off = getattr(
+        kernel.Config(), option
+    )  # the option off (the M > 384 band ships o_iou_fma on since session 42)
     launches = []
     for m in (64, 512):
         workload = Workload(uuid="aot", axes={"batch_size": 1, "point_batch_size": m}, inputs={})
         ins = gen_inputs(task.definition, workload, device="meta")
         outs = allocate_outputs(task.definition, resolve_axes(task.definition, workload), device="meta")
-        for v in (getattr(kernel.pick_config(m), option), value):
+        for v in (off, value):
             cfg = dataclasses.replace(kernel.pick_config(m), **{option: v})
             launches += capture_launches(
                 lambda *a, c=cfg: kernel.launch(list(a[:n_in]), list(a[n_in:]), c), [*ins, *outs]
             )
-    off = getattr(kernel.Config(), option)  # the table's value: every band leaves the option off
     assert [launch.kwargs[flag] for launch in launches] == [off, value, off, value]
     builds = build_launches(launches, arch)
     _assert_builds(builds, arch)
