@@ -357,9 +357,8 @@ def test_074_o_options_build(arch, option, flag, value):
     """074's O options (`Config.o_iou_fma`: the IoU MLP's O items in fp32 FMA; `Config.o_split16`: O's products as
     three fp16 products of hi / lo parts; `Config.o_stages`: O's loop pipelined deeper) reach the launch and build
     within the limits (on sm_90a without stack) for the table's M = 64 and M = 512 variants, each built with the option
-    off and on; the shared memory stays
-    the variant's own (O's loops fit in what the K loops take already) but for the deeper O loop at M = 64. Recorded
-    on meta tensors."""
+    off and on; the shared memory stays the variant's own (O's loops fit in what the K loops take already) but for the
+    deeper O loop at M = 64. Recorded on meta tensors."""
     from harness.inputs import allocate_outputs, gen_inputs, resolve_axes
 
     task = load_task("074")
