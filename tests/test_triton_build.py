@@ -364,9 +364,8 @@ def test_074_o_options_build(arch, option, flag, value):
     task = load_task("074")
     kernel = load_module(SOLUTION_074 / "kernel.py", f"_build_test074_{option}")
     n_in = kernel.N_INPUTS
-    off = getattr(
-        kernel.Config(), option
-    )  # the option off (the M > 384 band ships o_iou_fma on since session 42)
+    # the option off (not the table's value: the M > 384 band ships o_iou_fma on since session 42)
+    off = getattr(kernel.Config(), option)
     launches = []
     for m in (64, 512):
         workload = Workload(uuid="aot", axes={"batch_size": 1, "point_batch_size": m}, inputs={})
