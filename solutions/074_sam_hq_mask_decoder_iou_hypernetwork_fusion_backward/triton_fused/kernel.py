@@ -44,8 +44,7 @@ P counter; R and Q wait for P directly, T and S through Q. The copies are fp16 w
 `cvt_stage`: the same copies by items of two stages of their own, each with a per-MLP counter: W (W_hid's
 blocks; Q waits for it) and C (W_in's, H1r's and X's blocks; R, T and S wait for it); P's tiles then compute D2
 alone. `o_iou_fma`: the IoU MLP's O items (G has 4 columns) in fp32 FMA instead of the tf32x3 tensor-core product,
-whose 32-row tile is 28 rows of padding there. `o_split16`: the other O items' products as three fp16 products of
-operands split into high and low fp16 parts.
+whose 32-row tile is 28 rows of padding there.
 
 The sync counters are double-buffered: call k uses set k % 2 and the program with ticket 0 zeroes the
 other set, which call k + 1 uses (launches on one stream run one after another). Per-tile counters are put
@@ -131,12 +130,6 @@ class Config:
     # the IoU MLP's O items (G has 4 columns) as fp32 FMA broadcast products over 32-row chunks, 4 chunks in flight,
     # instead of the tf32x3 tensor-core product padded to 32 rows (the hypernetworks' O items unchanged)
     o_iou_fma: bool = False
-    # O's products (the items o_iou_fma does not take) as three fp16 tensor-core products of operands split into a
-    # high and a low fp16 part (hi.hi + hi.lo + lo.hi) instead of tf32x3's: about the same accuracy for values in fp16's
-    # range (which every other product assumes), 649 instead of 889 instructions per 64-row chunk (static sm_90a SASS)
-    o_split16: bool = False
-    # pipeline depth of O's K loop over M (Triton's num_stages of that loop; None: the launch's num_stages)
-    o_stages: int | None = None
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -159,8 +152,6 @@ class Config:
             )
         if self.cvt_block & (self.cvt_block - 1) or not 1024 <= self.cvt_block <= 65536:
             raise ValueError(f"Config.cvt_block: a power of two in [1024, 65536], got {self.cvt_block}")
-        if self.o_stages is not None and not 1 <= self.o_stages <= 8:
-            raise ValueError(f"Config.o_stages: None or 1..8, got {self.o_stages}")
         if self.rs_split not in (1, 2, 4, 8, 16):
             raise ValueError(f"Config.rs_split: 1, 2, 4, 8 or 16, got {self.rs_split}")
         if self.q_recompute and self.rs_split > 1:
@@ -233,8 +224,8 @@ CONFIG_TABLE: list[tuple[int, Config]] = [
     # 'b1n32_best_o128': 'b1n32_q1r256t1' (session 12: M=449/512 35.6-37.0 us against 40.8-42.5 for 'b1n_cv32k'):
     # Q and T without K splits, R tiles 256 wide; and O tiles 128 wide (session 37: 16 O items instead of 32, each
     # as long, on a quarter of the SMs until the end: M=449/512 33.7-34.0/34.9-35.5 against 35.6-35.7/36.9-37.1 us);
-    # and the IoU MLP's O items in fp32 FMA, 'b1n32_best_o128_ofma' (session 42, official A/B on an H100, --repeat 2:
-    # the eight M = 449 / 512 workloads 2.2-3.0 % faster, e.g. 38.0 -> 36.9 us)
+    # and the IoU MLP's O items in fp32 FMA, 'b1n32_best_o128_ofma' (session 42, official A/Bs with --repeat 2: on the
+    # H200 M = 512 34.7-34.8 -> 33.8-34.0 us, M = 449 33.7 -> 33.5; on an H100 the eight M > 384 workloads 2.2-3.3 %)
     (
         1 << 62,
         dataclasses.replace(
@@ -463,12 +454,8 @@ def _col_partial_sums(ws, n_rows, col0, R, off_r, BR: tl.constexpr):
 
 
 @triton.jit
-def _o_loop(
-    g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr, S16: tl.constexpr, OST: tl.constexpr
-):
-    """dW_out tile [32, ON] = G^T @ H2r[:, off_c:] (fp32-accurate: tf32x3, or with `S16` (`o_split16`) as
-    hi.lo + lo.hi + hi.hi of fp16 parts (`_split16`), whose dropped lo.lo term and lo's rounding are ~2^-22 of each
-    product) and the column sums of G; the loop pipelined OST deep (None: the launch's num_stages)."""
+def _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON: tl.constexpr, OK: tl.constexpr):
+    """dW_out tile [32, ON] = G^T @ H2r[:, off_c:] (fp32-accurate tf32x3) and the column sums of G."""
     kk = tl.arange(0, OK)
     gk = tl.arange(0, 32)
     cc = off_c + tl.arange(0, ON)
@@ -476,29 +463,14 @@ def _o_loop(
     c_ok = cc < D
     acc = tl.zeros((32, ON), dtype=tl.float32)
     gs = tl.zeros((32,), dtype=tl.float32)
-    for k0 in tl.range(0, M, OK, num_stages=OST):
+    for k0 in range(0, M, OK):
         k = k0 + kk
         k_ok = k < M
         a_t = tl.load(g + k[:, None] * ld_g + gk[None, :], mask=k_ok[:, None] & g_ok[None, :], other=0.0)
         b = tl.load(h2r + k[:, None] * D + cc[None, :], mask=k_ok[:, None] & c_ok[None, :], other=0.0)
-        if S16:
-            a_hi, a_lo = _split16(tl.trans(a_t))
-            b_hi, b_lo = _split16(b)
-            acc = tl.dot(a_hi, b_lo, acc)
-            acc = tl.dot(a_lo, b_hi, acc)
-            acc = tl.dot(a_hi, b_hi, acc)
-        else:
-            acc = tl.dot(tl.trans(a_t), b, acc, input_precision="tf32x3")
+        acc = tl.dot(tl.trans(a_t), b, acc, input_precision="tf32x3")
         gs += tl.sum(a_t, axis=0)
     return acc, gs
-
-
-@triton.jit
-def _split16(x):
-    """fp32 -> (hi, lo) fp16 with hi = fp16(x) and lo = fp16(x - hi): hi + lo carries ~22 bits of x's mantissa for
-    values in fp16's normal range (x - hi is exact in fp32)."""
-    hi = x.to(tl.float16)
-    return hi, (x - hi.to(tl.float32)).to(tl.float16)
 
 
 @triton.jit
@@ -776,8 +748,6 @@ def _fused_bwd_kernel(
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
     CVS: tl.constexpr = False,  # Config.cvt_stage: the copies by stages W and C, not by P
     O_FMA: tl.constexpr = False,  # Config.o_iou_fma
-    O_S16: tl.constexpr = False,  # Config.o_split16
-    OST: tl.constexpr = None,  # Config.o_stages
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -971,7 +941,7 @@ def _fused_bwd_kernel(
         if O_FMA and is_iou:
             _o_iou_fma(g, h2r, D, M, off_c, dw_out_iou, db_out_iou, ON, 32, 4)
         else:
-            acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK, O_S16, OST)
+            acc_o, gs = _o_loop(g, ld_g, h2r, D, KG, M, off_c, ON, OK)
             dw_out = _sel(is_iou, dw_out_iou, dw_out_hyp + j * 8192)
             db_out = _sel(is_iou, db_out_iou, db_out_hyp + j * 32)
             _store_tile(acc_o, dw_out, D, KG, D, 0, off_c, OM, ON)
@@ -1457,8 +1427,6 @@ def launch(
         RSS=fl["RSS"],
         CVS=cfg.cvt_stage,
         O_FMA=cfg.o_iou_fma,
-        O_S16=cfg.o_split16,
-        OST=cfg.o_stages,
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

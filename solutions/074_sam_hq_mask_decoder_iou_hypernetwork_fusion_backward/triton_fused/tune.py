@@ -275,17 +275,8 @@ VARIANTS: dict[str, Config] = {
     "b1n32_o128_cs_ofma": R(_O128_CS, o_iou_fma=True),
     "s3_w4_x_cs_ofma": R(_W4_X_CS, o_iou_fma=True),
     "s3_hx_nr_r128s128_ofma": R(_S3HX, o_iou_fma=True),
-    # session 41 (prepared, not measured): O's products as three fp16 products of hi / lo parts (Config.o_split16).
-    # Static sm_90a SASS of O's loop (local Triton 3.6, one 64-row chunk, 8 warps, 128 columns): 649 instructions
-    # against tf32x3's 889 (48 HMMA against 96, none of tf32x3's per-fragment split chain of FSETP / SEL / LOP3)
-    "b1n32_best_o128_ofma_o16": R(_BEST_O128, o_iou_fma=True, o_split16=True),
-    "b1n32_best_o128_o16": R(_BEST_O128, o_split16=True),
-    "b1n32_o128_cs_o16": R(_O128_CS, o_split16=True),
-    "s3_w4_x_cs_o16": R(_W4_X_CS, o_split16=True),
-    "s3_hx_nr_r128s128_o16": R(_S3HX, o_split16=True),
-    # and O's loop over 32-row chunks pipelined 4 deep (Config.o_stages), as o_iou_fma's loop is
-    "b1n32_best_o128_ofma_o16s4": R(_BEST_O128, o=(128, 32), o_iou_fma=True, o_split16=True, o_stages=4),
-    "b1n32_best_o128_ofma_s4": R(_BEST_O128, o=(128, 32), o_iou_fma=True, o_stages=4),
+    # session 41: O's products as three fp16 products of hi / lo parts (Config.o_split16) and O's loop pipelined deeper
+    # (Config.o_stages), measured in session 42 (H100: level in every band) and deleted; the code is at 9b9205f
     # session 42: around the shipped M > 384 variant (b1n32_best_o128_ofma), whose IoU O items are now short: the
     # settings that lost while O was the tail (the copies by stages W and C, O elsewhere in ticket order, 64-wide O
     # tiles, four pipeline stages)
