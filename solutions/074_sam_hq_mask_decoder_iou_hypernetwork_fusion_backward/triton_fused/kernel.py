@@ -210,8 +210,8 @@ _B1N = Config(  # tune.py variant 'b1n_cv32k': 128-row tiles, K chunks of 64, fp
 )
 CONFIG_TABLE: list[tuple[int, Config]] = [
     # 's3_hx_nr_r128s128': 's3_hx_nr' (session 3: M=64 17.2 us against 19.2 for 's3') with R and S tiles 128 rows
-    # high (session 12: M=64 16.6 against 17.2 us)
-    (96, dataclasses.replace(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64))),
+    # high (session 12: M=64 16.6 against 17.2 us), the IoU MLP's O items in fp32 FMA (`o_iou_fma`, session 43)
+    (96, dataclasses.replace(_S3, cvt="hx", maxnreg=None, r=(128, 128, 64), s=(128, 64, 64), o_iou_fma=True)),
     # 's3_w4_x_cs': 's3' with one warpgroup per program, no register cap and the fp16 copy of X for S (session 13:
     # M=128/131 21.2/23.2 us against 22.4/25.5 for 's3'), the copy made by stage C instead of P's tiles (session 38:
     # M=128/131 19.6/22.5 against 21.0/23.1 us)
