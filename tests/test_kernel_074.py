@@ -112,6 +112,17 @@ def test_entry_point_default_config(solution, kernel):
     _check_counters(kernel)
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
+def test_empty_batch_writes_zero_gradients(solution, kernel):
+    """M = 0 (batch_size 0) through `run`: the dx outputs are empty, every weight and bias gradient is zero."""
+    task, args, outs = _case(0, 3, seed=2)
+    solution.fn(*args, *outs)
+    for name, out in zip(task.definition.outputs, outs, strict=True):
+        assert out.numel() == 0 or bool((out == 0).all()), name
+    assert sum(o.numel() for o in outs) > 0
+    _check_counters(kernel)
+
+
 # chunked K loops over every operand (no prefetch, R / S K loops over M): M = 70 with 64-row Q / T tiles and
 # 32-row chunks; M = 20 with 16-row P tiles, 16-row R / S chunks and T by last-arriver sums
 LOOPS_70 = dict(

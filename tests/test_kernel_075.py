@@ -607,6 +607,19 @@ def test_make_plan_rejects_bad_config(field, value):
         kernel.make_plan(4, 5, 1024, cfg, 132)
     with pytest.raises(ValueError, match="n_query_tokens"):
         kernel.make_plan(4, 17, 1024, kernel.DEFAULT_CONFIG, 132)
+    with pytest.raises(ValueError, match="n_key_tokens"):
+        kernel.make_plan(4, 5, 0, kernel.DEFAULT_CONFIG, 132)
+    with pytest.raises(ValueError, match="batch_size"):
+        kernel.make_plan(0, 5, 1024, kernel.DEFAULT_CONFIG, 132)
+
+
+@pytest.mark.parametrize("B, P", [(0, 2), (2, 0)])
+def test_empty_batch_is_a_no_op(task, B, P):
+    """No (batch, point) item: `run` returns before planning (both outputs are empty), whatever the other axes."""
+    args = _inputs(task, B, P, 4, 37, False, random_norms=False)
+    outs = _poisoned_outputs(B, P, 4, 37)
+    kernel.run(*args, *outs)
+    assert [o.numel() for o in outs] == [0, 0]
 
 
 def test_phase3_stages_by_tpk(monkeypatch):

@@ -115,6 +115,14 @@ def test_one_window_default_configs(precision):
     _check_block(precision, 1, 5, 9)  # smaller than one window: mostly padding
 
 
+@pytest.mark.parametrize(("batch", "height", "width"), [(0, 14, 14), (1, 0, 14), (2, 14, 0)])
+def test_empty_image_is_a_no_op(batch, height, width):
+    """No token: `forward` launches nothing and raises nothing (the output has no element)."""
+    out = torch.empty(batch, height, width, 768, device=DEVICE)
+    kernel.forward(*_inputs(batch, height, width, seed=3), out)
+    assert out.numel() == 0
+
+
 def test_one_window_fallback_path(monkeypatch):
     # what tune.py falls back to (the defaults are the "new" path): torch's weight conversion, libdevice's
     # erf and one attention program per (window, head, query tile)

@@ -2053,6 +2053,10 @@ def _fit_once(parts: int, units: int, programs: int) -> int:
 def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     if not 1 <= T <= 16:
         raise ValueError(f"n_query_tokens: expected 1..16, got {T}")
+    if S < 1:  # the token->image softmax needs at least one key (the reference fails there too)
+        raise ValueError(f"n_key_tokens: expected at least 1, got {S}")
+    if NI < 1:
+        raise ValueError(f"batch_size * point_batch_size: expected at least 1, got {NI}")
     for name in ("tpk_min", "tpk7_min"):
         if getattr(cfg, name) not in (4, 8):
             raise ValueError(f"{name}: expected 4 or 8, got {getattr(cfg, name)}")
@@ -2450,6 +2454,8 @@ def run(
     """Destination-passing entry point: every input in definition order, then both outputs."""
     arguments = list(locals().values())  # the parameters above, in order
     inputs, outputs = arguments[:-2], arguments[-2:]
+    if queries.shape[0] * queries.shape[1] == 0:  # no (batch, point) item: both outputs have no element
+        return
     # the CPU (interpreter, `solbench build`'s recording): one program, planned as on the target GPU
     cfg = DEFAULT_CONFIG if queries.is_cuda else replace(DEFAULT_CONFIG, grid=1, plan_programs=_target()[1])
     launch(inputs, outputs, cfg)
