@@ -452,6 +452,42 @@ def test_phase7_tl_fp16_operands(task, case):
     assert _state_is_clean(kernel)
 
 
+P7_FP16_SHORT_CASES = {
+    # id: (B, P, T, S, Config overrides): `p7_tl_fp16_short` alone (p7_tl_fp16 0), so every tl phase-7 launch takes
+    # its TF32 launch's 32-token tiles with fp16 products and the transposed scores: TPK7 4 (32 rows); T 5..8 (64
+    # rows, `p7_launch_tpk8`); T > 8 (two 64-row halves); TPK7 4 with chunks of 4+ tiles (`p7_launch_long4`, parts)
+    "T3": (1, 2, 3, 70, dict(grid=1, hb=512, p7_tl_fp16=0)),
+    "T6": (2, 1, 6, 90, dict(grid=1, hb=512, p7_tl_fp16=0)),
+    "T11": (1, 1, 11, 50, dict(grid=1, hb=512, p7_tl_fp16=0)),
+    "T4-long4": (1, 1, 4, 300, dict(grid=1, hb=512, p7_tl_fp16=0, split7_tiles4=2)),
+}
+
+
+@pytest.mark.usefixtures("poisoned_workspaces")
+@pytest.mark.parametrize("case", list(P7_FP16_SHORT_CASES))
+def test_phase7_tl_fp16_short_tiles(task, case):
+    """`p7_tl_fp16_short`: the TF32 launches' 32-token tiles with fp16 products (scores transposed) against the
+    reference at the official tolerance with every element matched, and against the same launch with TF32
+    products: output_keys close but not the same, output_queries identical; the launch is the TF32 one."""
+    T, S, overrides = P7_FP16_SHORT_CASES[case][2:]
+    plan, (q16, k16), (q32, k32) = _fp16_and_tf32(
+        task, P7_FP16_SHORT_CASES[case], "p7_tl_fp16_short", True, False
+    )
+    assert plan.P7F16 and plan.P7BS == 32
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, **overrides)
+    if T > 8:
+        expected = cfg.p7_launch
+    elif T > 4:
+        expected = cfg.p7_launch_tpk8
+    else:
+        expected = cfg.p7_launch_long4 if case == "T4-long4" else cfg.p7_launch
+    assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == expected
+    assert torch.equal(q16, q32)
+    assert not torch.equal(k16, k32)
+    assert float((k16 - k32).abs().max()) < TOLERANCE.max_atol
+    assert _state_is_clean(kernel)
+
+
 def test_phase7_tl_fp16_below_threshold(task):
     """Chunks shorter than `p7_tl_fp16` keep the TF32 launch: the same outputs bit for bit as with it off."""
     B, P, T, S = 1, 2, 5, 70
@@ -576,6 +612,7 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("p3_fp16", 1),
         ("p7_tl_fp16", True),
         ("p7_tl_fp16", -1),
+        ("p7_tl_fp16_short", 1),
         ("p7_launch_fp16", (1, 8, 0, 32, 1)),
         ("prefetch_late", 5),
         ("prefetch_late", 1),

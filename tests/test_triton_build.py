@@ -349,6 +349,29 @@ def test_075_tl_phase7_fp16_builds(arch):
 
 
 @pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
+def test_075_tl_phase7_fp16_short_builds(arch):
+    """`Config.p7_tl_fp16_short`: the tl phase-7 launches' 32-token tiles with fp16 products (the scores transposed)
+    build for both architectures within the limits, for every TPK7 the recorded shapes take, with the warps of
+    `p7_launch_tpk8` (T 5..8) and of `p7_launch` (the others), and with 8 warps at T 5..8 (tune.py's p7s8)."""
+    (folder,) = (PROJECT_ROOT / "solutions").glob("075_*/triton_fused")
+    config = load_module(folder / "kernel.py", "_build_test075_short").DEFAULT_CONFIG
+    launches = []
+    for launch in _launches("075", f"sm_{arch}a"):
+        if launch.kernel != "_two_way_kernel" or launch.kwargs.get("PHASE") != 7:
+            continue
+        tpk8 = launch.kwargs["TPK7"] == 8
+        parts, warps, _, tile, stages = config.p7_launch_tpk8 if tpk8 else config.p7_launch
+        for nw in {warps, 8} if tpk8 else {warps}:
+            short = {"F16_7": True, "BS2": tile, "num_warps": nw, "P7PARTS": parts, "S7": stages}
+            launches.append(
+                Launch(launch.module_file, launch.kernel, launch.args, {**launch.kwargs, **short})
+            )
+    assert {launch.kwargs["BS2"] for launch in launches} == {32}
+    assert {launch.kwargs["TPK7"] for launch in launches} >= {8, 16}
+    _assert_builds(build_launches(launches, arch), arch)
+
+
+@pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
 def test_074_o_iou_fma_builds(arch):
     """074's `Config.o_iou_fma` (the IoU MLP's O items in fp32 FMA) reaches the launch (O_FMA) and builds within the
     limits (on sm_90a without stack) for the table's M = 64 and M = 512 variants; the shared memory stays the variant's own

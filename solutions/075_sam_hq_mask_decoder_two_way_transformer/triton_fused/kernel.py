@@ -896,27 +896,42 @@ def _i2t_half(
     F16: tl.constexpr = False,
 ):  # fmt: skip
     """o + p @ VW for RB rows of [heads x TPK tokens]: scores, softmax over each head's tokens, values. F16
-    (`Config.p7_tl_fp16`): xt, a and vb arrive as fp16 and p is split into two fp16 parts (fp32 accumulation)."""
-    if F16:
-        s = tl.dot(a, xt) + cb[:, None]  # [RB, BS]
+    (`Config.p7_tl_fp16`): xt, a and vb arrive as fp16 and p is split into two fp16 parts (fp32 accumulation).
+    F16 tiles under 64 tokens (`Config.p7_tl_fp16_short`) take the scores transposed, [BS, RB] = x a^T (mma.sync),
+    so that p^T is stored with its RB rows contiguous and reaches the value product as a K-major operand: p [RB,
+    BS] from the [RB, BS] accumulator would be a [RB, 32] fp16 buffer of 64-byte rows, the layout that read shared
+    memory out of bounds on the H200 (Triton 3.6, session 35)."""
+    if F16 and BS < 64:
+        st = tl.dot(tl.trans(xt), tl.trans(a)) + cb[None, :]  # [BS, RB]
+        st = tl.where(jv[None, :], st, _NEG)
+        s3t = tl.reshape(st, (BS, RB // TPK, TPK))  # softmax over the tokens of each head
+        p3t = tl.exp2(s3t - tl.max(s3t, 2)[:, :, None])
+        p3t = p3t / tl.sum(p3t, 2)[:, :, None]
+        pt = tl.reshape(p3t, (BS, RB))
+        pt16 = pt.to(tl.float16)
+        o = tl.dot(vb, tl.trans((pt - pt16.to(tl.float32)).to(tl.float16)), o)
+        o = tl.dot(vb, tl.trans(pt16), o)
     else:
-        s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [RB, BS]
-    s = tl.where(jv[:, None], s, _NEG)
-    s3 = tl.reshape(s, (RB // TPK, TPK, BS))  # softmax over the tokens of each head
-    p3 = tl.exp2(s3 - tl.max(s3, 1)[:, None, :])
-    p3 = p3 / tl.sum(p3, 1)[:, None, :]
-    p = tl.reshape(p3, (RB, BS))
-    if F16:  # p in (0, 1]: hi + lo carry about 22 bits; VW^T is TF32-rounded, so its fp16 copy is exact
-        pb16 = p.to(tl.float16)
-        o = tl.dot(vb, (p - pb16.to(tl.float32)).to(tl.float16), o)
-        o = tl.dot(vb, pb16, o)
-    else:  # (one return at the end: the compiler visits what follows a return inside a constexpr branch)
-        pb = _tf32_rn(p, RN)
-        ps = p - pb
-        if V3:  # VW's rounding residual
-            o = tl.dot(vs, pb, o, input_precision="tf32")
-        o = tl.dot(vb, ps, o, input_precision="tf32")
-        o = tl.dot(vb, pb, o, input_precision="tf32")
+        if F16:
+            s = tl.dot(a, xt) + cb[:, None]  # [RB, BS]
+        else:
+            s = tl.dot(a, xt, input_precision="tf32") + cb[:, None]  # [RB, BS]
+        s = tl.where(jv[:, None], s, _NEG)
+        s3 = tl.reshape(s, (RB // TPK, TPK, BS))  # softmax over the tokens of each head
+        p3 = tl.exp2(s3 - tl.max(s3, 1)[:, None, :])
+        p3 = p3 / tl.sum(p3, 1)[:, None, :]
+        p = tl.reshape(p3, (RB, BS))
+        if F16:  # p in (0, 1]: hi + lo carry about 22 bits; VW^T is TF32-rounded, so its fp16 copy is exact
+            pb16 = p.to(tl.float16)
+            o = tl.dot(vb, (p - pb16.to(tl.float32)).to(tl.float16), o)
+            o = tl.dot(vb, pb16, o)
+        else:  # (one return at the end: the compiler visits what follows a return inside a constexpr branch)
+            pb = _tf32_rn(p, RN)
+            ps = p - pb
+            if V3:  # VW's rounding residual
+                o = tl.dot(vs, pb, o, input_precision="tf32")
+            o = tl.dot(vb, ps, o, input_precision="tf32")
+            o = tl.dot(vb, pb, o, input_precision="tf32")
     return o
 
 
@@ -1892,6 +1907,11 @@ class Config:
     p7_tl_fp16: int = 64
     # (parts, warps, register cap, tile tokens >= 64, stages) of that launch, as `p7_launch`
     p7_launch_fp16: tuple = (1, 8, 0, 64, 1)
+    # the tl launches that `p7_tl_fp16` leaves on TF32 (chunks under it, on the 32-token tiles of `p7_launch`,
+    # `p7_launch_long4` or `p7_launch_tpk8`) with fp16 products too, their scores transposed ([tokens, rows] by
+    # mma.sync, `_i2t_half`) so that p reaches the value product with 128-byte rows instead of the 64-byte ones
+    # that read shared memory out of bounds in session 35. Prepared in session 43 (CPU, sm_90a build), unmeasured
+    p7_tl_fp16_short: bool = False
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
     # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
     # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
@@ -2130,15 +2150,16 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             "p7_gluon: expected () or (consumer registers, loader registers: 24..256, multiples of 8; ring slots "
             f"for TPK7 8 and 4: >= 3; copy groups in flight >= 1; fewest tiles per program >= 0), got {g7!r}"
         )
-    for field in ("p7_gluon_fp16", "p3_fp16"):
+    for field in ("p7_gluon_fp16", "p3_fp16", "p7_tl_fp16_short"):
         if not isinstance(getattr(cfg, field), bool):
             raise ValueError(f"{field}: expected True or False, got {getattr(cfg, field)!r}")
     if isinstance(cfg.p7_tl_fp16, bool) or not isinstance(cfg.p7_tl_fp16, int) or cfg.p7_tl_fp16 < 0:
         raise ValueError(
             f"p7_tl_fp16: expected the fewest chunk tokens >= 0 (0: never), got {cfg.p7_tl_fp16!r}"
         )
-    if cfg.p7_tl_fp16 and cfg.v_terms != 2:
-        raise ValueError(f"p7_tl_fp16: needs v_terms 2 (VW in one rounded part), got v_terms {cfg.v_terms}")
+    for field in ("p7_tl_fp16", "p7_tl_fp16_short"):
+        if getattr(cfg, field) and cfg.v_terms != 2:
+            raise ValueError(f"{field}: needs v_terms 2 (VW in one rounded part), got v_terms {cfg.v_terms}")
     if cfg.p7_launch_fp16[3] < 64:
         raise ValueError(
             f"p7_launch_fp16: expected a tile of 64 or 128 tokens (32-token fp16 tiles read shared memory out of "
@@ -2188,6 +2209,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         p7 = cfg.p7_launch_long4 if long4 else (cfg.p7_launch_tpk8 if TPK7 == 8 else cfg.p7_launch)
         if f16_7:
             p7 = cfg.p7_launch_fp16
+        f16_7 = f16_7 or cfg.p7_tl_fp16_short  # the other launches' tiles, fp16 (transposed scores under 64)
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cp, cp1, grid,
         kp1, kp6, nsp4, TPK7, *p7, f16_7,

@@ -390,6 +390,12 @@ VARIANTS: dict[str, Config] = {
     # default (88.84 -> 87.93 us), so p7h64 is base (removed); p7tf32 is the TF32 tl launch everywhere, as before
     "p7h64a": dataclasses.replace(BASE, p7_tl_fp16=64, p7_launch_fp16=(1, 4, 0, 64, 1)),
     "p7tf32": dataclasses.replace(BASE, p7_tl_fp16=0),
+    # session 43 (prepared, unmeasured): the tl launches under 64-token chunks (#8, #10, #13, #14) with fp16
+    # products on their 32-token tiles, the scores transposed so that p has 128-byte rows (`p7_tl_fp16_short`);
+    # sm_90a (local Triton 3.6): at TPK7 8 with p7_launch_tpk8's 4 warps 255 registers and 672 B of stack (p7s),
+    # with 8 warps 250 registers and none (p7s8); at TPK7 4 238 registers, no stack
+    "p7s": dataclasses.replace(BASE, p7_tl_fp16_short=True),
+    "p7s8": dataclasses.replace(BASE, p7_tl_fp16_short=True, p7_launch_tpk8=(1, 8, 0, 32, 1)),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
