@@ -29,7 +29,7 @@ SOLUTION_DIR = (
 )
 TOLERANCE = ToleranceSpec(max_atol=0.0016, max_rtol=1e-5)  # the tightest official 075 tolerance
 # no operand rounding (the fp16 paths off, TF32 rounding off): the interpreter's dots are then exact fp32
-EXACT = dict(tf32_rn=False, p3_fp16=False, p7_tl_fp16=0)
+EXACT = dict(tf32_rn=False, p3_fp16=False, p7_tl_fp16=0, p7_tl_fp16_short=())
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # the interpreter on CPU-only machines (conftest)
 
 kernel = load_module(SOLUTION_DIR / "kernel.py", "_test075_kernel")
@@ -442,7 +442,15 @@ def test_phase7_tl_fp16_operands(task, case):
     products: output_keys close (within one atol) but not bit for bit the same, output_queries (which phase 7
     does not touch) identical; the launch is `p7_launch_fp16`."""
     S, overrides = P7_FP16_CASES[case][3:]
-    plan, (q16, k16), (q32, k32) = _fp16_and_tf32(task, P7_FP16_CASES[case], "p7_tl_fp16", min(S, 64), 0)
+    B, P, T = P7_FP16_CASES[case][:3]
+    tf32_below = (
+        B,
+        P,
+        T,
+        S,
+        {**overrides, "p7_tl_fp16_short": ()},
+    )  # off: the TF32 launch, not the short one
+    plan, (q16, k16), (q32, k32) = _fp16_and_tf32(task, tf32_below, "p7_tl_fp16", min(S, 64), 0)
     assert plan.P7F16
     launch = overrides.get("p7_launch_fp16", kernel.DEFAULT_CONFIG.p7_launch_fp16)
     assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == launch
@@ -453,35 +461,29 @@ def test_phase7_tl_fp16_operands(task, case):
 
 
 P7_FP16_SHORT_CASES = {
-    # id: (B, P, T, S, Config overrides): `p7_tl_fp16_short` alone (p7_tl_fp16 0), so every tl phase-7 launch takes
-    # its TF32 launch's 32-token tiles with fp16 products and the transposed scores: TPK7 4 (32 rows); T 5..8 (64
-    # rows, `p7_launch_tpk8`); T > 8 (two 64-row halves); TPK7 4 with chunks of 4+ tiles (`p7_launch_long4`, parts)
+    # id: (B, P, T, S, Config overrides): `p7_tl_fp16_short` for every TPK7 and p7_tl_fp16 0, so every tl phase-7
+    # launch takes `p7_launch_short` (fp16 products, 32-token tiles, the scores transposed): TPK7 4 (32 rows); T
+    # 5..8 (64 rows, the default's case); T > 8 (two 64-row halves); TPK7 4 with the launch in two parts of 4 warps
     "T3": (1, 2, 3, 70, dict(grid=1, hb=512, p7_tl_fp16=0)),
     "T6": (2, 1, 6, 90, dict(grid=1, hb=512, p7_tl_fp16=0)),
     "T11": (1, 1, 11, 50, dict(grid=1, hb=512, p7_tl_fp16=0)),
-    "T4-long4": (1, 1, 4, 300, dict(grid=1, hb=512, p7_tl_fp16=0, split7_tiles4=2)),
+    "T4-parts2": (1, 1, 4, 300, dict(grid=1, hb=512, p7_tl_fp16=0, p7_launch_short=(2, 4, 0, 32, 1))),
 }
 
 
 @pytest.mark.usefixtures("poisoned_workspaces")
 @pytest.mark.parametrize("case", list(P7_FP16_SHORT_CASES))
 def test_phase7_tl_fp16_short_tiles(task, case):
-    """`p7_tl_fp16_short`: the TF32 launches' 32-token tiles with fp16 products (scores transposed) against the
-    reference at the official tolerance with every element matched, and against the same launch with TF32
-    products: output_keys close but not the same, output_queries identical; the launch is the TF32 one."""
-    T, S, overrides = P7_FP16_SHORT_CASES[case][2:]
+    """`p7_tl_fp16_short`: 32-token tiles with fp16 products (scores transposed) against the reference at the
+    official tolerance with every element matched, and against the same call without it (the TF32 launch):
+    output_keys close but not the same, output_queries identical; the launch is `p7_launch_short`."""
+    overrides = P7_FP16_SHORT_CASES[case][4]
     plan, (q16, k16), (q32, k32) = _fp16_and_tf32(
-        task, P7_FP16_SHORT_CASES[case], "p7_tl_fp16_short", True, False
+        task, P7_FP16_SHORT_CASES[case], "p7_tl_fp16_short", (4, 8, 16), ()
     )
-    assert plan.P7F16 and plan.P7BS == 32
-    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, **overrides)
-    if T > 8:
-        expected = cfg.p7_launch
-    elif T > 4:
-        expected = cfg.p7_launch_tpk8
-    else:
-        expected = cfg.p7_launch_long4 if case == "T4-long4" else cfg.p7_launch
-    assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == expected
+    assert plan.P7F16
+    launch = overrides.get("p7_launch_short", kernel.DEFAULT_CONFIG.p7_launch_short)
+    assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == launch
     assert torch.equal(q16, q32)
     assert not torch.equal(k16, k32)
     assert float((k16 - k32).abs().max()) < TOLERANCE.max_atol
@@ -492,7 +494,7 @@ def test_phase7_tl_fp16_below_threshold(task):
     """Chunks shorter than `p7_tl_fp16` keep the TF32 launch: the same outputs bit for bit as with it off."""
     B, P, T, S = 1, 2, 5, 70
     plan, (q16, k16), (q32, k32) = _fp16_and_tf32(
-        task, (B, P, T, S, dict(grid=1, hb=512)), "p7_tl_fp16", S + 1, 0
+        task, (B, P, T, S, dict(grid=1, hb=512, p7_tl_fp16_short=())), "p7_tl_fp16", S + 1, 0
     )
     assert not plan.P7F16
     assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == (
@@ -613,6 +615,9 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("p7_tl_fp16", True),
         ("p7_tl_fp16", -1),
         ("p7_tl_fp16_short", 1),
+        ("p7_tl_fp16_short", (2,)),
+        ("p7_tl_fp16_short", (8, 8)),
+        ("p7_launch_short", (1, 8, 0, 32)),
         ("p7_launch_fp16", (1, 8, 0, 32, 1)),
         ("prefetch_late", 5),
         ("prefetch_late", 1),
@@ -678,7 +683,7 @@ def test_split7_rule():
     """Phase 7 gets its own launch from `split7` key tokens, with `p7_launch_long4` for T <= 4 where chunks
     have `split7_tiles4` tiles or more, `p7_launch_tpk8` for T 5..8 and `p7_launch` otherwise; never in multi
     mode. With `p7_tl_fp16` (64 by default) chunks of 64 tokens or more take `p7_launch_fp16` instead (below)."""
-    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, p7_tl_fp16=0)
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, p7_tl_fp16=0, p7_tl_fp16_short=())
     assert (cfg.split7, cfg.split7_tiles4) == (1, 4)
     assert (cfg.p7_launch, cfg.p7_launch_long4) == ((1, 8, 0, 32, 1), (2, 4, 0, 32, 1))
     assert cfg.p7_launch_tpk8 == (1, 4, 0, 32, 1)
@@ -704,15 +709,23 @@ def test_split7_rule():
         64,
         (3, 8, 128, 64, 2),
     )
-    # the default: fp16 operands in 64-token tiles from 64-token chunks (#3, #11, #12 here), TF32 below (#14)
-    fp16 = dataclasses.replace(cfg, p7_tl_fp16=kernel.DEFAULT_CONFIG.p7_tl_fp16)
-    assert fp16 == kernel.DEFAULT_CONFIG and fp16.p7_tl_fp16 == 64 and fp16.p7_launch_fp16 == (1, 8, 0, 64, 1)
-    for NI, T, S, ch, f16 in ((2, 4, 4096, 64, True), (16, 4, 4096, 512, True), (4, 6, 4096, 128, True),
-                              (1, 4, 4096, 32, False), (2, 5, 1024, 32, False)):  # fmt: skip
+    # the default: fp16 operands in 64-token tiles from 64-token chunks (#3, #11, #12 here); below, at TPK7 8
+    # (#10, #8, #13) fp16 on `p7_launch_short`'s 32-token tiles, at TPK7 4 (#14) TF32
+    fp16 = dataclasses.replace(cfg, p7_tl_fp16=64, p7_tl_fp16_short=(8,))
+    assert fp16 == kernel.DEFAULT_CONFIG and fp16.p7_launch_fp16 == (1, 8, 0, 64, 1)
+    assert fp16.p7_launch_short == (1, 8, 0, 32, 1)
+    for NI, T, S, ch, f16, launch in (
+        (2, 4, 4096, 64, True, fp16.p7_launch_fp16),
+        (16, 4, 4096, 512, True, fp16.p7_launch_fp16),
+        (4, 6, 4096, 128, True, fp16.p7_launch_fp16),
+        (1, 4, 4096, 32, False, fp16.p7_launch),
+        (2, 5, 1024, 32, True, fp16.p7_launch_short),
+        (1, 8, 4096, 32, True, fp16.p7_launch_short),
+        (1, 12, 4096, 64, True, fp16.p7_launch_fp16),  # T > 8: 64-token chunks here
+    ):
         plan = kernel.make_plan(NI, T, S, fp16, 132)
-        launch = (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES)
         assert (plan.CH, plan.P7F16) == (ch, f16), (NI, T, S)
-        assert (launch == fp16.p7_launch_fp16) == f16, (NI, T, S, launch)
+        assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == launch, (NI, T, S)
 
 
 def test_direct_runner_parameters_and_cache(monkeypatch):

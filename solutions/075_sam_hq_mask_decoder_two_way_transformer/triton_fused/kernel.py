@@ -1907,11 +1907,16 @@ class Config:
     p7_tl_fp16: int = 64
     # (parts, warps, register cap, tile tokens >= 64, stages) of that launch, as `p7_launch`
     p7_launch_fp16: tuple = (1, 8, 0, 64, 1)
-    # the tl launches that `p7_tl_fp16` leaves on TF32 (chunks under it, on the 32-token tiles of `p7_launch`,
-    # `p7_launch_long4` or `p7_launch_tpk8`) with fp16 products too, their scores transposed ([tokens, rows] by
-    # mma.sync, `_i2t_half`) so that p reaches the value product with 128-byte rows instead of the 64-byte ones
-    # that read shared memory out of bounds in session 35. Prepared in session 43 (CPU, sm_90a build), unmeasured
-    p7_tl_fp16_short: bool = False
+    # the TPK7 values (4, 8, 16) whose tl launches `p7_tl_fp16` leaves on TF32 (chunks under it) take fp16
+    # products too, launched as `p7_launch_short`, on tiles under 64 tokens with the scores transposed ([tokens,
+    # rows] by mma.sync, `_i2t_half`) so that p reaches the value product with 128-byte rows instead of the 64-byte
+    # ones that read shared memory out of bounds in session 35. Session 43 (H100, official runs of five workloads,
+    # both orders, 8 warps): TPK7 8 2.2-3.1 us faster (#8 73.9 -> 70.8, #10 64.4 -> 62.2, #13 73.3 -> 70.5 us),
+    # TPK7 4 0.6-0.8 us slower (#14), so (8,); TPK7 16 (T > 8, no official workload) unmeasured
+    p7_tl_fp16_short: tuple = (8,)
+    # (parts, warps, register cap, tile tokens, stages) of that launch: 8 warps (sm_90a, local Triton 3.6: 250
+    # registers and no stack at TPK7 8, where 4 warps spill 672 B)
+    p7_launch_short: tuple = (1, 8, 0, 32, 1)
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
     # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
     # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
@@ -2120,7 +2125,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             )
     if cfg.split7 < 0 or cfg.split7_tiles4 < 0:
         raise ValueError(f"split7, split7_tiles4: expected >= 0, got {cfg.split7}, {cfg.split7_tiles4}")
-    for name in ("p7_launch", "p7_launch_long4", "p7_launch_tpk8", "p7_launch_fp16"):
+    for name in ("p7_launch", "p7_launch_long4", "p7_launch_tpk8", "p7_launch_fp16", "p7_launch_short"):
         value = getattr(cfg, name)
         parts, warps, maxnreg, bs, stages = (
             value if isinstance(value, (tuple, list)) and len(value) == 5 else (0,) * 5
@@ -2150,12 +2155,17 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             "p7_gluon: expected () or (consumer registers, loader registers: 24..256, multiples of 8; ring slots "
             f"for TPK7 8 and 4: >= 3; copy groups in flight >= 1; fewest tiles per program >= 0), got {g7!r}"
         )
-    for field in ("p7_gluon_fp16", "p3_fp16", "p7_tl_fp16_short"):
+    for field in ("p7_gluon_fp16", "p3_fp16"):
         if not isinstance(getattr(cfg, field), bool):
             raise ValueError(f"{field}: expected True or False, got {getattr(cfg, field)!r}")
     if isinstance(cfg.p7_tl_fp16, bool) or not isinstance(cfg.p7_tl_fp16, int) or cfg.p7_tl_fp16 < 0:
         raise ValueError(
             f"p7_tl_fp16: expected the fewest chunk tokens >= 0 (0: never), got {cfg.p7_tl_fp16!r}"
+        )
+    short = cfg.p7_tl_fp16_short
+    if not isinstance(short, tuple) or not set(short) <= {4, 8, 16} or len(set(short)) != len(short):
+        raise ValueError(
+            f"p7_tl_fp16_short: expected a tuple of distinct TPK7 values 4, 8, 16, got {short!r}"
         )
     for field in ("p7_tl_fp16", "p7_tl_fp16_short"):
         if getattr(cfg, field) and cfg.v_terms != 2:
@@ -2209,7 +2219,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         p7 = cfg.p7_launch_long4 if long4 else (cfg.p7_launch_tpk8 if TPK7 == 8 else cfg.p7_launch)
         if f16_7:
             p7 = cfg.p7_launch_fp16
-        f16_7 = f16_7 or cfg.p7_tl_fp16_short  # the other launches' tiles, fp16 (transposed scores under 64)
+        elif TPK7 in cfg.p7_tl_fp16_short:  # fp16 under p7_tl_fp16 too (transposed scores on tiles under 64)
+            p7, f16_7 = cfg.p7_launch_short, True
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cp, cp1, grid,
         kp1, kp6, nsp4, TPK7, *p7, f16_7,

@@ -80,7 +80,7 @@ S5 = dataclasses.replace(S4, reload_k=2, prefetch_dist=0)
 VARIANTS: dict[str, Config] = {
     "base": BASE,
     # 3xTF32 i2t values (+64 KB shared memory; the tl phase 7 then in TF32: fp16 needs v_terms 2)
-    "v3": dataclasses.replace(BASE, v_terms=3, p7_tl_fp16=0),
+    "v3": dataclasses.replace(BASE, v_terms=3, p7_tl_fp16=0, p7_tl_fp16_short=()),
     "warm": dataclasses.replace(BASE, warm=True),  # dry runs of phases 2..7 during phase 1
     "bs32": dataclasses.replace(BASE, bs1=32, bs2=32),
     "pf0": dataclasses.replace(BASE, prefetch_weights=False, prefetch_tokens=0, prefetch_dist=0),
@@ -389,13 +389,14 @@ VARIANTS: dict[str, Config] = {
     # first sweep ran them on every tl phase-7 launch (then a bool and three launch tuples). Session 36 made 64 the
     # default (88.84 -> 87.93 us), so p7h64 is base (removed); p7tf32 is the TF32 tl launch everywhere, as before
     "p7h64a": dataclasses.replace(BASE, p7_tl_fp16=64, p7_launch_fp16=(1, 4, 0, 64, 1)),
-    "p7tf32": dataclasses.replace(BASE, p7_tl_fp16=0),
-    # session 43 (prepared, unmeasured): the tl launches under 64-token chunks (#8, #10, #13, #14) with fp16
-    # products on their 32-token tiles, the scores transposed so that p has 128-byte rows (`p7_tl_fp16_short`);
-    # sm_90a (local Triton 3.6): at TPK7 8 with p7_launch_tpk8's 4 warps 255 registers and 672 B of stack (p7s),
-    # with 8 warps 250 registers and none (p7s8); at TPK7 4 238 registers, no stack
-    "p7s": dataclasses.replace(BASE, p7_tl_fp16_short=True),
-    "p7s8": dataclasses.replace(BASE, p7_tl_fp16_short=True, p7_launch_tpk8=(1, 8, 0, 32, 1)),
+    "p7tf32": dataclasses.replace(BASE, p7_tl_fp16=0, p7_tl_fp16_short=()),
+    # session 43: the tl launches under 64-token chunks with fp16 products on 32-token tiles, the scores transposed
+    # so that p has 128-byte rows (`p7_tl_fp16_short`, `p7_launch_short`): H100, official runs of #8, #10, #13, #14
+    # and #1 in both orders, 8 warps: TPK7 8 2.2-3.1 us faster, TPK7 4 (#14) 0.6-0.8 us slower; base takes it at
+    # TPK7 8. p7s0: the TF32 launch there, as before; p7s48: TPK7 4 too; p7s8w4: 4 warps (sm_90a: 672 B of stack)
+    "p7s0": dataclasses.replace(BASE, p7_tl_fp16_short=()),
+    "p7s48": dataclasses.replace(BASE, p7_tl_fp16_short=(4, 8)),
+    "p7s8w4": dataclasses.replace(BASE, p7_launch_short=(1, 4, 0, 32, 1)),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
