@@ -441,18 +441,17 @@ def test_phase7_tl_fp16_operands(task, case):
     reference at the official tolerance with every element matched, and against the same call with its TF32
     products: output_keys close (within one atol) but not bit for bit the same, output_queries (which phase 7
     does not touch) identical; the launch is `p7_launch_fp16`."""
-    S, overrides = P7_FP16_CASES[case][3:]
-    B, P, T = P7_FP16_CASES[case][:3]
-    tf32_below = (
-        B,
-        P,
-        T,
-        S,
-        {**overrides, "p7_tl_fp16_short": ()},
-    )  # off: the TF32 launch, not the short one
-    plan, (q16, k16), (q32, k32) = _fp16_and_tf32(task, tf32_below, "p7_tl_fp16", min(S, 64), 0)
+    *shape, S, overrides = P7_FP16_CASES[case]
+    off = {**overrides, "p7_tl_fp16_short": ()}  # with p7_tl_fp16 0: the TF32 launch, not the short one
+    results = _fp16_and_tf32(task, (*shape, S, off), "p7_tl_fp16", min(S, 64), 0)
+    _check_fp16_phase7(results, overrides.get("p7_launch_fp16", kernel.DEFAULT_CONFIG.p7_launch_fp16))
+
+
+def _check_fp16_phase7(results, launch) -> None:
+    """An fp16 phase-7 launch (`launch`) against the same call with TF32 products: output_queries identical,
+    output_keys within one atol but not the same."""
+    plan, (q16, k16), (q32, k32) = results
     assert plan.P7F16
-    launch = overrides.get("p7_launch_fp16", kernel.DEFAULT_CONFIG.p7_launch_fp16)
     assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == launch
     assert torch.equal(q16, q32)
     assert not torch.equal(k16, k32)
@@ -478,16 +477,8 @@ def test_phase7_tl_fp16_short_tiles(task, case):
     official tolerance with every element matched, and against the same call without it (the TF32 launch):
     output_keys close but not the same, output_queries identical; the launch is `p7_launch_short`."""
     overrides = P7_FP16_SHORT_CASES[case][4]
-    plan, (q16, k16), (q32, k32) = _fp16_and_tf32(
-        task, P7_FP16_SHORT_CASES[case], "p7_tl_fp16_short", (4, 8, 16), ()
-    )
-    assert plan.P7F16
-    launch = overrides.get("p7_launch_short", kernel.DEFAULT_CONFIG.p7_launch_short)
-    assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == launch
-    assert torch.equal(q16, q32)
-    assert not torch.equal(k16, k32)
-    assert float((k16 - k32).abs().max()) < TOLERANCE.max_atol
-    assert _state_is_clean(kernel)
+    results = _fp16_and_tf32(task, P7_FP16_SHORT_CASES[case], "p7_tl_fp16_short", (4, 8, 16), ())
+    _check_fp16_phase7(results, overrides.get("p7_launch_short", kernel.DEFAULT_CONFIG.p7_launch_short))
 
 
 def test_phase7_tl_fp16_below_threshold(task):
