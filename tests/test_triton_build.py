@@ -329,20 +329,31 @@ def test_077_gluon_attention_probe_builds_for_sm90a():
         assert row["registers"] is not None and row["registers"] <= REGISTER_LIMIT, row
 
 
+def _phase7_fp16_launches(arch: int, field: str, extra_warps: tuple = ()) -> list:
+    """075's recorded tl phase-7 launches with fp16 products, set up as the launch tuple `Config.<field>` says
+    (parts, warps, tile, stages), and again with each of `extra_warps` warps."""
+    (folder,) = (PROJECT_ROOT / "solutions").glob("075_*/triton_fused")
+    config = load_module(folder / "kernel.py", f"_build_test075_{field}").DEFAULT_CONFIG
+    parts, warps, _, tile, stages = getattr(config, field)
+    return [
+        Launch(
+            launch.module_file,
+            launch.kernel,
+            launch.args,
+            {**launch.kwargs, "F16_7": True, "BS2": tile, "num_warps": nw, "P7PARTS": parts, "S7": stages},
+        )
+        for launch in _launches("075", f"sm_{arch}a")
+        if launch.kernel == "_two_way_kernel" and launch.kwargs.get("PHASE") == 7
+        for nw in (warps, *extra_warps)
+    ]
+
+
 @pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
 def test_075_tl_phase7_fp16_builds(arch):
     """The tl phase-7 launch with its fp16 products as `Config.p7_launch_fp16` sets it up (tile, warps; the
     recorded shapes do not all take it) builds for both architectures within the limits, for every TPK7 the
     recorded shapes take."""
-    (folder,) = (PROJECT_ROOT / "solutions").glob("075_*/triton_fused")
-    config = load_module(folder / "kernel.py", "_build_test075_fp16").DEFAULT_CONFIG
-    parts, warps, _, tile, stages = config.p7_launch_fp16
-    fp16 = {"F16_7": True, "BS2": tile, "num_warps": warps, "P7PARTS": parts, "S7": stages}
-    launches = [
-        Launch(launch.module_file, launch.kernel, launch.args, {**launch.kwargs, **fp16})
-        for launch in _launches("075", f"sm_{arch}a")
-        if launch.kernel == "_two_way_kernel" and launch.kwargs.get("PHASE") == 7
-    ]
+    launches = _phase7_fp16_launches(arch, "p7_launch_fp16")
     tpks = {launch.kwargs["TPK7"] for launch in launches}  # sm_90a: the T = 4 shape takes the Gluon phase 7
     assert tpks >= {8, 16} and (arch == 90 or 4 in tpks), tpks
     _assert_builds(build_launches(launches, arch), arch)
@@ -353,19 +364,10 @@ def test_075_tl_phase7_fp16_short_builds(arch):
     """`Config.p7_tl_fp16_short`: the tl phase-7 launch `p7_launch_short` (32-token tiles, fp16 products, the scores
     transposed) builds for both architectures within the limits, for every TPK7 the recorded shapes take (the
     default takes it at TPK7 8 only), and with 4 warps (tune.py's p7s8w4)."""
-    (folder,) = (PROJECT_ROOT / "solutions").glob("075_*/triton_fused")
-    config = load_module(folder / "kernel.py", "_build_test075_short").DEFAULT_CONFIG
-    parts, warps, _, tile, stages = config.p7_launch_short
-    launches = []
-    for launch in _launches("075", f"sm_{arch}a"):
-        if launch.kernel != "_two_way_kernel" or launch.kwargs.get("PHASE") != 7:
-            continue
-        for nw in {warps, 4}:
-            short = {"F16_7": True, "BS2": tile, "num_warps": nw, "P7PARTS": parts, "S7": stages}
-            launches.append(
-                Launch(launch.module_file, launch.kernel, launch.args, {**launch.kwargs, **short})
-            )
-    assert tile == 32 and {launch.kwargs["TPK7"] for launch in launches} >= {8, 16}
+    launches = _phase7_fp16_launches(arch, "p7_launch_short", extra_warps=(4,))
+    assert {launch.kwargs["BS2"] for launch in launches} == {32}
+    assert {launch.kwargs["TPK7"] for launch in launches} >= {8, 16}
+    assert {launch.kwargs["num_warps"] for launch in launches} == {8, 4}
     _assert_builds(build_launches(launches, arch), arch)
 
 
