@@ -907,10 +907,7 @@ def _i2t_half(
         s3t = tl.reshape(st, (BS, RB // TPK, TPK))  # softmax over the tokens of each head
         p3t = tl.exp2(s3t - tl.max(s3t, 2)[:, :, None])
         p3t = p3t / tl.sum(p3t, 2)[:, :, None]
-        pt = tl.reshape(p3t, (BS, RB))
-        pt16 = pt.to(tl.float16)
-        o = tl.dot(vb, tl.trans((pt - pt16.to(tl.float32)).to(tl.float16)), o)
-        o = tl.dot(vb, tl.trans(pt16), o)
+        p = tl.trans(tl.reshape(p3t, (BS, RB)))  # [RB, BS] in p^T's layout: rows of RB contiguous
     else:
         if F16:
             s = tl.dot(a, xt) + cb[:, None]  # [RB, BS]
@@ -921,17 +918,17 @@ def _i2t_half(
         p3 = tl.exp2(s3 - tl.max(s3, 1)[:, None, :])
         p3 = p3 / tl.sum(p3, 1)[:, None, :]
         p = tl.reshape(p3, (RB, BS))
-        if F16:  # p in (0, 1]: hi + lo carry about 22 bits; VW^T is TF32-rounded, so its fp16 copy is exact
-            pb16 = p.to(tl.float16)
-            o = tl.dot(vb, (p - pb16.to(tl.float32)).to(tl.float16), o)
-            o = tl.dot(vb, pb16, o)
-        else:  # (one return at the end: the compiler visits what follows a return inside a constexpr branch)
-            pb = _tf32_rn(p, RN)
-            ps = p - pb
-            if V3:  # VW's rounding residual
-                o = tl.dot(vs, pb, o, input_precision="tf32")
-            o = tl.dot(vb, ps, o, input_precision="tf32")
-            o = tl.dot(vb, pb, o, input_precision="tf32")
+    if F16:  # p in (0, 1]: hi + lo carry about 22 bits; VW^T is TF32-rounded, so its fp16 copy is exact
+        pb16 = p.to(tl.float16)
+        o = tl.dot(vb, (p - pb16.to(tl.float32)).to(tl.float16), o)
+        o = tl.dot(vb, pb16, o)
+    else:  # (one return at the end: the compiler visits what follows a return inside a constexpr branch)
+        pb = _tf32_rn(p, RN)
+        ps = p - pb
+        if V3:  # VW's rounding residual
+            o = tl.dot(vs, pb, o, input_precision="tf32")
+        o = tl.dot(vb, ps, o, input_precision="tf32")
+        o = tl.dot(vb, pb, o, input_precision="tf32")
     return o
 
 
