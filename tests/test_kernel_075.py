@@ -1007,9 +1007,9 @@ def test_gluon_phase7_matches_tl_gpu(task, monkeypatch, shape, fp16):
         assert (name == "gluon") == kernel.last_kernels[-1].name.startswith("_i2t_gluon")
         # 16x1x4x4096 has 16.7M output_keys elements: under the tightest official atol (0.0016; the official
         # workload of this shape allows 0.0023) one or two of them land up to 1 % over it (H100, session 44: once in
-        # the fp16 Gluon run, once in the TF32 one, the same seed), so the official rule (99 % matched) and a
-        # bound of two atol here, not every element matched
-        _check(o, refs, TOLERANCE, max_abs=2 * TOLERANCE.max_atol, all_matched=False)
+        # the fp16 Gluon run, once in the TF32 one, the same seed), so that shape is held to the official rule (99 %
+        # matched) and a bound of two atol; the smaller shapes to every element matched
+        _check(o, refs, TOLERANCE, max_abs=2 * TOLERANCE.max_atol, all_matched=B * P * S < 16 * 4096)
         outs[name] = o
     assert (outs["gluon"][1] - outs["tl"][1]).abs().max() < 4e-3  # TF32 rounding apart, the same maths
 
