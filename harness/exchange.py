@@ -109,13 +109,9 @@ def workload_json(
     `blobs` replaces descriptors (input name -> safetensors or scalar descriptor). A workload with custom
     inputs lists only its recorded descriptors: the official model forbids mixing custom with other types.
     """
-    recorded = {n: d.model_dump() for n, d in entry.inputs.items()}
-    if any(d["type"] == "custom" for d in recorded.values()):
-        inputs = recorded
-    else:
-        inputs = {n: recorded.get(n, {"type": "random"}) for n in file.inputs}
-        for name, desc in (blobs or {}).items():
-            inputs[name] = desc
+    inputs = entry.official_inputs(file.inputs)
+    if not any(d["type"] == "custom" for d in inputs.values()):
+        inputs.update(blobs or {})
     return {
         "uuid": entry.uuid,
         "axes": dict(entry.axes),

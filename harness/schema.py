@@ -11,7 +11,7 @@ import ast
 import enum
 import json
 import keyword
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, get_args
 
@@ -482,11 +482,21 @@ class WorkloadEntry(StrictModel):
     tolerance: ToleranceEntry = Field(default_factory=ToleranceEntry)
     leaderboard: WorkloadLeaderboard | None = None
 
-    def to_official(self) -> Workload:
+    def official_inputs(self, input_names: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
+        """The workload.jsonl `inputs` object: the recorded descriptors, and every other name of `input_names`
+        (the definition's inputs, in order) as {"type": "random"}, as the dataset's lines and the official
+        traces list them. A workload with custom inputs keeps only its recorded descriptors: the official model
+        forbids mixing custom with other types."""
+        recorded = {n: d.model_dump() for n, d in self.inputs.items()}
+        if any(d["type"] == "custom" for d in recorded.values()):
+            return recorded
+        return {n: recorded.get(n, {"type": "random"}) for n in (*input_names, *recorded)}
+
+    def to_official(self, input_names: Iterable[str] = ()) -> Workload:
         return Workload(
             uuid=self.uuid,
             axes=dict(self.axes),
-            inputs={n: d.model_dump() for n, d in self.inputs.items()},
+            inputs=self.official_inputs(input_names),
             tolerance=self.tolerance.to_official(),
         )
 

@@ -45,7 +45,7 @@ class Task:
 
     @cached_property
     def workloads(self) -> list[Workload]:
-        return [w.to_official() for w in self.file.workloads]
+        return [w.to_official(self.file.inputs) for w in self.file.workloads]
 
     @cached_property
     def reference(self) -> Callable:

@@ -270,6 +270,21 @@ def test_load_task(task):
 
 
 @pytest.mark.parametrize("task", TASKS)
+def test_workloads_list_every_input_as_official_lines_and_traces_do(task):
+    """A task's workloads (what traces echo) name every definition input in order, the ones the YAML leaves out as
+    {"type": "random"}."""
+    loaded = load_task(task)
+    names = list(loaded.definition.inputs)
+    for entry, ours in zip(loaded.file.workloads, loaded.workloads, strict=True):
+        assert list(ours.inputs) == names
+        for name, desc in ours.inputs.items():
+            assert desc.model_dump() == (
+                entry.inputs[name].model_dump() if name in entry.inputs else {"type": "random"}
+            )
+    assert any(d.type == "random" for d in loaded.workloads[0].inputs.values())
+
+
+@pytest.mark.parametrize("task", TASKS)
 def test_load_task_equals_official_models(official, task):
     """Our YAML, converted by the harness, gives the official pydantic models of the dataset's files."""
     files = _official(official, task)
@@ -279,7 +294,8 @@ def test_load_task_equals_official_models(official, task):
     for ours, line in zip(loaded.workloads, files["workloads"], strict=True):
         theirs = Workload.model_validate(line)
         assert ours.uuid == theirs.uuid and ours.axes == theirs.axes
-        assert ours.inputs == {k: v for k, v in theirs.inputs.items() if v.type != "random"}
+        assert ours.inputs == theirs.inputs  # every input listed, the random ones as {"type": "random"}
+        assert list(ours.inputs) == list(theirs.inputs)
         ours_tol, theirs_tol = ours.tolerance.model_dump(), theirs.tolerance.model_dump()
         assert ours_tol.pop("max_atol") == pytest.approx(theirs_tol.pop("max_atol"), rel=1e-12)
         assert ours_tol == theirs_tol  # rtol, the 0.99 default ratio, no cap
