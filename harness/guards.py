@@ -38,7 +38,7 @@ DRIVER_FUNCTIONS = (
     "window_records",
     "kernel_breakdown",
     "records_from_kineto",
-    "windows_from_kineto",
+    "windows_from_marks",
     "profile_calls",
     "ShiftingPool",
     "TimingStats",

@@ -1,9 +1,11 @@
 """GPU timing the official way: fresh inputs at a new address per call, L2 flush, 10 warm-ups, 50 timed calls.
 
 Each timed call's latency is the GPU span of the work it launched (first kernel start to last kernel end),
-read from CUPTI through torch.profiler (kineto): runtime/driver API records whose start lies inside the
-call's CPU window are matched by correlation id to kernel/memcpy/memset records. `--timer events` uses CUDA
-events around each call instead. The record parsing (`iteration_spans`) is a pure function.
+read from CUPTI through torch.profiler (kineto) with CUDA activity only, as the official timer traces only
+CUPTI's: runtime/driver API records whose start lies inside the call's CPU window (between the two
+WINDOW_MARK_API calls that bracket it) are matched by correlation id to kernel/memcpy/memset records.
+`--timer events` uses CUDA events around each call instead. The record parsing (`iteration_spans`) is a pure
+function.
 """
 
 from __future__ import annotations
@@ -23,8 +25,13 @@ WARMUP = 10
 ITERATIONS = 50
 #: Every call of the pool moves each tensor by this many bytes (one element at least).
 POOL_SHIFT_BYTES = 256
-#: record_function name that marks the CPU window of timed call i.
-REP_MARK = "solbench_rep_"
+#: The runtime API call that brackets each timed call (`torch.cuda.Stream.query`: cheap, asynchronous, and not
+#: one that torch, Triton or cuBLAS issue while launching work), so that the profiler needs no CPU activity.
+#: With CPU activity on (record_function windows, until session 44) torch's profiler recorded every aten op of a
+#: call, and a call of many small launches ran up to 2.3x longer on the GPU, which then waited for the CPU
+#: (H100, session 44, the eager 075 reference at 1x1x4x4096, median ms: 2.93 that way, 1.29 with CUDA activity
+#: only, 1.20 by CUDA events).
+WINDOW_MARK_API = "cudaStreamQuery"
 
 Timer = Literal["cupti", "events"]
 GPU_KINDS = ("kernel", "memcpy", "memset")
@@ -278,7 +285,7 @@ def _kineto_kind(event: Any) -> str | None:
 
     Builds that expose `activity_type()` name it directly; others (torch 2.11's `_KinetoEvent`) are classified
     by device and name: CPU-side CUDA runtime/driver calls (`cuda*`, `cu*`) carry the correlation ids, and
-    GPU-side records are kernels unless named Memcpy/Memset. GPU copies of our window marks are skipped.
+    GPU-side records are kernels unless named Memcpy/Memset.
     """
     activity_type = getattr(event, "activity_type", None)
     if activity_type is not None:
@@ -286,8 +293,6 @@ def _kineto_kind(event: Any) -> str | None:
     name = event.name()
     on_gpu = "CUDA" in str(event.device_type()).upper()
     if on_gpu:
-        if name.startswith(REP_MARK):
-            return None
         if name.startswith("Memcpy"):
             return "memcpy"
         if name.startswith("Memset"):
@@ -320,22 +325,18 @@ def _metadata(event: Any) -> str:
         return ""
 
 
-def windows_from_kineto(events: Iterable[Any], calls: int, mark: str = REP_MARK) -> list[tuple[int, int]]:
-    """The CPU window (start_ns, end_ns) of each `record_function(mark + str(i))` range."""
-    found: dict[int, tuple[int, int]] = {}
-    for e in events:
-        name = e.name()
-        on_cpu = (
-            e.activity_type() == "user_annotation"
-            if hasattr(e, "activity_type")
-            else "CUDA" not in str(e.device_type()).upper()
+def windows_from_marks(
+    records: Iterable[ProfRecord], calls: int, mark: str = WINDOW_MARK_API
+) -> list[tuple[int, int]]:
+    """The CPU window (end of the mark before, start of the mark after) of each of `calls` timed calls, from
+    the runtime records of the `mark` calls that bracket them (two per call, in order)."""
+    marks = sorted((r for r in records if r.kind == "runtime" and r.name == mark), key=lambda r: r.start_ns)
+    if len(marks) != 2 * calls:
+        raise TimingError(
+            f"cannot mark the timed calls: {len(marks)} {mark} records for {calls} calls (2 each); "
+            "the call issues it itself, so time it with --timer events"
         )
-        if name.startswith(mark) and on_cpu:
-            found[int(name[len(mark) :])] = (e.start_ns(), e.end_ns())
-    missing = [i for i in range(calls) if i not in found]
-    if missing:
-        raise TimingError(f"profiler lost the window of timed call(s) {missing[:5]}")
-    return [found[i] for i in range(calls)]
+    return [(marks[2 * i].end_ns, marks[2 * i + 1].start_ns) for i in range(calls)]
 
 
 # ------------------------------------------------------------------------------------------ timers
@@ -348,24 +349,26 @@ def _flush_buffer(device) -> torch.Tensor:
 
 
 def profile_calls(fn: Callable, pool: ShiftingPool, warmup: int, rep: int, device) -> Any:
-    """The official CUPTI loop: `warmup` calls, then `rep` calls under the profiler, call i inside the
-    window `REP_MARK + str(i)`, L2 flushed before each; returns the kineto events (records_from_kineto and
-    windows_from_kineto read them)."""
-    from torch.profiler import ProfilerActivity, profile, record_function
+    """The official CUPTI loop: `warmup` calls, then `rep` calls under the profiler (CUDA activity only), each
+    bracketed by WINDOW_MARK_API calls, L2 flushed before each; returns the kineto events (records_from_kineto
+    reads them, windows_from_marks the windows)."""
+    from torch.profiler import ProfilerActivity, profile
 
     flush = _flush_buffer(device)
+    stream = torch.cuda.current_stream(device)
     torch.cuda.synchronize()
     for _ in range(warmup):  # no synchronisation inside, as officially
         args = pool.next_args()
         flush.zero_()
         fn(*args)
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for i in range(rep):
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(rep):
             args = pool.next_args()
             flush.zero_()  # launched before the window opens: never part of the span
-            with record_function(f"{REP_MARK}{i}"):
-                fn(*args)
+            stream.query()  # WINDOW_MARK_API: the window opens as this returns
+            fn(*args)
+            stream.query()  # ... and closes as this starts
             torch.cuda.synchronize()
     return prof.profiler.kineto_results.events()
 
@@ -375,7 +378,8 @@ def _time_cupti(
 ) -> tuple[list[float], list[dict[str, Any]]]:
     """Per-call spans (ms) and the calls' kernel breakdown."""
     events = profile_calls(fn, pool, warmup, rep, device)
-    records, windows = records_from_kineto(events), windows_from_kineto(events, rep)
+    records = records_from_kineto(events)
+    windows = windows_from_marks(records, rep)
     return iteration_spans(records, windows), kernel_breakdown(records, windows)
 
 

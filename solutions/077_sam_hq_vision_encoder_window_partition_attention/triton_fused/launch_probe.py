@@ -32,7 +32,7 @@ from harness.timing import (  # noqa: E402
     records_from_kineto,
     time_runnable,
     window_records,
-    windows_from_kineto,
+    windows_from_marks,
 )
 
 kernel = load_module(Path(__file__).with_name("kernel.py"), "_probe077_kernel")
@@ -41,12 +41,10 @@ WORKLOADS = ("7fe6a6e0", "e0c9d304", "de74c6c6", "9589e23a")  # #16, #2, #5, #11
 
 def probe(fn, pool: ShiftingPool, calls: int) -> dict[str, float]:
     """Medians over `calls` calls of the official CUPTI loop (harness.timing.profile_calls)."""
-    events = profile_calls(fn, pool, 5, calls, "cuda")
-    windows = windows_from_kineto(events, calls)
+    records = records_from_kineto(profile_calls(fn, pool, 5, calls, "cuda"))
+    windows = windows_from_marks(records, calls)
     rows = []
-    for (t0, _), (api, acts) in zip(
-        windows, window_records(records_from_kineto(events), windows), strict=True
-    ):
+    for (t0, _), (api, acts) in zip(windows, window_records(records, windows), strict=True):
         launched = {a.correlation_id for a in acts}
         launches = [r for r in api if r.correlation_id in launched]  # API calls that launched GPU work
         acts = sorted(acts, key=lambda a: a.start_ns)
