@@ -25,8 +25,9 @@ WARMUP = 10
 ITERATIONS = 50
 #: Every call of the pool moves each tensor by this many bytes (one element at least).
 POOL_SHIFT_BYTES = 256
-#: The runtime API call that brackets each timed call (`torch.cuda.Stream.query`: cheap, asynchronous, and not
-#: one that torch, Triton or cuBLAS issue while launching work), so that the profiler needs no CPU activity.
+#: The runtime API call that brackets each timed call (`torch.cuda.Stream.query`: cheap and asynchronous; the eager
+#: 075 reference's torch and cuBLAS launches issued none in session 44's probe, Triton's launcher has none), so that
+#: the profiler needs no CPU activity. A call that issues it itself cannot be timed this way (TimingError).
 #: With CPU activity on (record_function windows, until session 44) torch's profiler recorded every aten op of a
 #: call, and a call of many small launches ran up to 2.3x longer on the GPU, which then waited for the CPU
 #: (H100, session 44, the eager 075 reference at 1x1x4x4096, median ms: 2.93 that way, 1.29 with CUDA activity
@@ -334,7 +335,7 @@ def windows_from_marks(
     if len(marks) != 2 * calls:
         raise TimingError(
             f"cannot mark the timed calls: {len(marks)} {mark} records for {calls} calls (2 each); "
-            "the call issues it itself, so time it with --timer events"
+            "the call probably issues it itself, so time it with --timer events"
         )
     return [(marks[2 * i].end_ns, marks[2 * i + 1].start_ns) for i in range(calls)]
 
