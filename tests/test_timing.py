@@ -198,8 +198,9 @@ def test_kineto_events_become_records_and_marks_give_windows():
     ]
     records = records_from_kineto(events)
     assert [r.kind for r in records].count("runtime") == 7 and records[1].nbytes == 8
-    assert windows_from_marks(records, 2) == [(104, 200), (302, 400)]
-    assert iteration_spans(records, windows_from_marks(records, 2)) == [50e-6, 10e-6]  # the flush is outside
+    windows = windows_from_marks(records, 2)
+    assert windows == [(104, 200), (302, 400)]
+    assert iteration_spans(records, windows) == [50e-6, 10e-6]  # the flush is outside
     with pytest.raises(TimingError, match="4 cudaStreamQuery records for 3 calls"):
         windows_from_marks(records, 3)
     # a call that issues the mark itself: the count no longer pairs up
