@@ -312,16 +312,40 @@ def test_cupti_counts_work_on_a_side_stream():
 @pytest.mark.gpu
 def test_cupti_span_of_a_launch_bound_call_stays_near_events():
     """A call of 300 tiny launches keeps the GPU waiting for the CPU; the profiler must not slow the CPU down
-    (with CPU activity on, every aten op recorded, such calls ran 2.3x longer than by CUDA events)."""
+    (with CPU activity on, every aten op recorded, such calls ran 1.2-2.3x longer than by CUDA events). A
+    launch-bound median moves with the host's scheduling (two event timings on one H100 differed by 40 %), so
+    the timers alternate three times and the fastest of each is compared."""
     a = torch.zeros(256, device="cuda")
 
     def many(x):
         for _ in range(300):
             x.add_(1.0)
 
-    cupti = time_runnable(many, [a], [], timer="cupti", iterations=20)
-    events = time_runnable(many, [a], [], timer="events", iterations=20)
-    assert cupti.median_ms <= 1.5 * events.median_ms, (cupti.median_ms, events.median_ms)
+    time_runnable(many, [a], [], timer="cupti", warmup=1, iterations=2)  # the process's first CUPTI session
+    cupti, events = [], []
+    for _ in range(3):
+        cupti.append(time_runnable(many, [a], [], timer="cupti", iterations=20).median_ms)
+        events.append(time_runnable(many, [a], [], timer="events", iterations=20).median_ms)
+    assert min(cupti) <= 1.5 * min(events), (cupti, events)
+
+
+@pytest.mark.gpu
+def test_cupti_timer_profiles_cuda_activity_only(monkeypatch):
+    """The official timer traces CUPTI activity only; CPU activity (torch's aten-op recording) slows every
+    launch of the timed call."""
+    import torch.profiler
+
+    seen = []
+    real = torch.profiler.profile
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("activities"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch.profiler, "profile", recording)
+    a = torch.randn(1024, device="cuda")
+    assert time_runnable(lambda x: x.sin(), [a], [], warmup=1, iterations=3).median_ms > 0
+    assert seen == [[torch.profiler.ProfilerActivity.CUDA]]
 
 
 @pytest.mark.gpu
