@@ -173,17 +173,6 @@ CASES = {
             order="PQTSRO",
         ),
     ),
-    # the same with Q's K loop at its own pipeline depth (q_stages; the interpreter runs it as a plain loop)
-    "m131-loops-qstages": (
-        (1, 131),
-        dict(
-            q=(128, 128, 512, 128),
-            t=(128, 256, 512, 256),
-            prefetch=False,
-            single_k=False,
-            q_stages=5,
-        ),
-    ),
     # q_atomic: Q split items add masked partials into an fp32 D1 zeroed by P (IoU: 4 splits, atomics;
     # hypernetworks: 1 split, stores), P zeroes dx, S takes db_in from D1's column sums (one K chunk)
     "m3-qatomic": ((1, 3), dict(q_atomic=True)),
@@ -332,9 +321,6 @@ def test_config_table_and_validation(kernel):
         dataclasses.replace(kernel.DEFAULT_CONFIG, cvt_block=3000)
     with pytest.raises(ValueError):
         dataclasses.replace(kernel.DEFAULT_CONFIG, rs_split=3)
-    for depth in (0, 9):
-        with pytest.raises(ValueError, match="q_stages"):
-            dataclasses.replace(kernel.DEFAULT_CONFIG, q_stages=depth)
     with pytest.raises(ValueError):  # P zeroes dW_in, which S adds into: S must wait (via Q) for P
         dataclasses.replace(kernel.DEFAULT_CONFIG, q_recompute=True, rs_split=2, q=(64, 64, 256, 64))
     with pytest.raises(ValueError):  # cvt_stage: the order names W and C

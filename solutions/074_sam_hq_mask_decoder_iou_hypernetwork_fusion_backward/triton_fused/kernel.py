@@ -130,10 +130,6 @@ class Config:
     # the IoU MLP's O items (G has 4 columns) as fp32 FMA broadcast products over 32-row chunks, 4 chunks in flight,
     # instead of the tf32x3 tensor-core product padded to 32 rows (the hypernetworks' O items unchanged)
     o_iou_fma: bool = False
-    # pipeline depth of Q's chunked K loop alone (`tl.range(num_stages=...)`); None: the launch's num_stages. Its
-    # buffers are live only in Q's loop, so a depth whose stages fit the largest other stage's shared memory does
-    # not raise the launch's (session 45's standalone probe of Q's tile: 5 stages 22-24 % faster than 3)
-    q_stages: int | None = None
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -156,8 +152,6 @@ class Config:
             )
         if self.cvt_block & (self.cvt_block - 1) or not 1024 <= self.cvt_block <= 65536:
             raise ValueError(f"Config.cvt_block: a power of two in [1024, 65536], got {self.cvt_block}")
-        if self.q_stages is not None and not 1 <= self.q_stages <= 8:
-            raise ValueError(f"Config.q_stages: None or 1..8, got {self.q_stages}")
         if self.rs_split not in (1, 2, 4, 8, 16):
             raise ValueError(f"Config.rs_split: 1, 2, 4, 8 or 16, got {self.rs_split}")
         if self.q_recompute and self.rs_split > 1:
@@ -349,14 +343,13 @@ def _gemm_loop(
     PREC: tl.constexpr,
     B_CG: tl.constexpr = False,
     COLSUM: tl.constexpr = False,
-    NS: tl.constexpr = None,
 ):
     """(acc, cs): acc[BR, BC] = A[off_r:, k_lo:k_hi] @ B[k_lo:k_hi, off_c:], zero outside R x C.
 
     A is A[r, k] = a_ptr[r * lda + k], or a_ptr[k * lda + r] when A_TRANS (A stored K-major: a transposed
     view of a row-major [K, R] matrix); B[k, c] = b_ptr[k * ldb + c]. A_CG / B_CG load A / B with .cg
     (L2 only): a workspace written by other programs of the same launch. cs[BR] = sum over K of A (only
-    with COLSUM, else zeros). NS: the loop's pipeline depth (None: the launch's num_stages, as `range` has).
+    with COLSUM, else zeros).
     """
     rr = off_r + tl.arange(0, BR)
     cc = off_c + tl.arange(0, BC)
@@ -365,7 +358,7 @@ def _gemm_loop(
     c_ok = cc < C
     acc = tl.zeros((BR, BC), dtype=tl.float32)
     cs = tl.zeros((BR,), dtype=tl.float32)
-    for k0 in tl.range(k_lo, k_hi, BK, num_stages=NS):
+    for k0 in range(k_lo, k_hi, BK):
         k = k0 + kk
         k_ok = k < k_hi
         if A_TRANS:
@@ -755,7 +748,6 @@ def _fused_bwd_kernel(
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
     CVS: tl.constexpr = False,  # Config.cvt_stage: the copies by stages W and C, not by P
     O_FMA: tl.constexpr = False,  # Config.o_iou_fma
-    QNS: tl.constexpr = None,  # Config.q_stages
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -1002,7 +994,7 @@ def _fused_bwd_kernel(
             # the fp16 copy of P's conversion items when CVT_W (a compile-time choice of the operand)
             acc_q, _ = _gemm_loop(
                 d2, D, w_hid16 if CVT_W else w_hid, D, M, D, k_lo, k_hi, off_r, off_c, False, True,
-                QM, QN, QBK, PREC, CVT_W, NS=QNS,
+                QM, QN, QBK, PREC, CVT_W,
             )  # fmt: skip
         done = nsplit == 1
         if Q_ATOMIC:
@@ -1435,7 +1427,6 @@ def launch(
         RSS=fl["RSS"],
         CVS=cfg.cvt_stage,
         O_FMA=cfg.o_iou_fma,
-        QNS=cfg.q_stages,
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

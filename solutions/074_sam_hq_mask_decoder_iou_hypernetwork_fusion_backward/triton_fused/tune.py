@@ -288,15 +288,6 @@ VARIANTS: dict[str, Config] = {
     # and R's tickets ahead of Q's: the M = 512 trace has R's 40 items (9 us each, waiting only for P) start at 18.8 us,
     # after all of Q's tickets, and end at 30.8
     "b1n32_best_o128_ofma_orq": R(_BEST_O128, o_iou_fma=True, order="PORQTS"),
-    # session 45: Q's K loop deeper than the launch's 3 stages, alone (`q_stages`). A standalone Q tile (128 x 64, K =
-    # 1024) ran 22-24 % faster at 5 stages than at 3 (H100). The M > 384 launch keeps its 147,456 B of shared memory
-    # (Q's 24 KB stages fit inside R's 144 KB), 223 registers, no stack (sm_90a, Triton 3.6) at 4, 5 and 6; the M
-    # 193..384 launch grows from 98,304 B to 122,880 at 5 (one program per SM either way)
-    "b1n32_best_o128_ofma_q4": R(_BEST_O128, o_iou_fma=True, q_stages=4),
-    "b1n32_best_o128_ofma_q5": R(_BEST_O128, o_iou_fma=True, q_stages=5),
-    "b1n32_best_o128_ofma_q6": R(_BEST_O128, o_iou_fma=True, q_stages=6),
-    "b1n32_o128_cs_q4": R(_O128_CS, q_stages=4),
-    "b1n32_o128_cs_q5": R(_O128_CS, q_stages=5),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
