@@ -110,7 +110,7 @@ def workload_json(
     inputs lists only its recorded descriptors: the official model forbids mixing custom with other types.
     """
     inputs = entry.official_inputs(file.inputs)
-    if not any(d["type"] == "custom" for d in inputs.values()):
+    if not entry.has_custom_inputs:
         inputs.update(blobs or {})
     return {
         "uuid": entry.uuid,

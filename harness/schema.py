@@ -482,13 +482,18 @@ class WorkloadEntry(StrictModel):
     tolerance: ToleranceEntry = Field(default_factory=ToleranceEntry)
     leaderboard: WorkloadLeaderboard | None = None
 
+    @property
+    def has_custom_inputs(self) -> bool:
+        """Whether a recorded descriptor is custom (the official model then forbids every other type)."""
+        return any(d.type == "custom" for d in self.inputs.values())
+
     def official_inputs(self, input_names: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
         """The workload.jsonl `inputs` object: the recorded descriptors, and every other name of `input_names`
         (the definition's inputs, in order) as {"type": "random"}, as the dataset's lines and the official
         traces list them. A workload with custom inputs keeps only its recorded descriptors: the official model
         forbids mixing custom with other types."""
         recorded = {n: d.model_dump() for n, d in self.inputs.items()}
-        if any(d["type"] == "custom" for d in recorded.values()):
+        if self.has_custom_inputs:
             return recorded
         return {n: recorded.get(n, {"type": "random"}) for n in (*input_names, *recorded)}
 
