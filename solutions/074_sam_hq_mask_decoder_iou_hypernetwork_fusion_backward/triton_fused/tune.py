@@ -288,6 +288,13 @@ VARIANTS: dict[str, Config] = {
     # and R's tickets ahead of Q's: the M = 512 trace has R's 40 items (9 us each, waiting only for P) start at 18.8 us,
     # after all of Q's tickets, and end at 30.8
     "b1n32_best_o128_ofma_orq": R(_BEST_O128, o_iou_fma=True, order="PORQTS"),
+    # session 46: two programs per SM for the large-M bands (the occupancy probe: 3-stage 128 x 64 tiles, two a SM, ran
+    # 1.7x the per-tile rate of one): R tiles 128 x 128 so that shared memory fits twice (98,304 B), the 128-register
+    # cap (352 B of stack) or 4 warps (255 registers, 120 B); all 1.4-1.8x slower on an H100 (NOTES, "Session 46")
+    "b1best_2pp": R(_BEST_O128, o_iou_fma=True, r=(128, 128, 64), maxnreg=128),
+    "b1best_2pp_r64": R(_BEST_O128, o_iou_fma=True, r=(64, 128, 64), s=(64, 64, 64), maxnreg=128),
+    "b1cs_2pp": R(_O128_CS, maxnreg=128),
+    "b1best_2pp_w4": R(_BEST_O128, o_iou_fma=True, r=(128, 128, 64), num_warps=4),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
