@@ -93,7 +93,8 @@ _S3HX = R(
 )  # variant s3_hx_nr_r128s128 (session 12)
 _S3W4 = R(_S3, maxnreg=None, num_warps=4)  # variant s3_w4 (session 13)
 # the shipped table's variants above M = 96 (sessions 37 and 38), the bases of later variants
-_BEST_O128 = R(_B1N32_BEST, o=(128, 64))  # b1n32_best_o128: M > 384
+_BEST_O128 = R(_B1N32_BEST, o=(128, 64))  # b1n32_best_o128: M > 384 until session 42
+_BEST_OFMA = R(_BEST_O128, o_iou_fma=True)  # b1n32_best_o128_ofma: M > 384 since session 42
 _O128_CS = R(_B1N32, o=(128, 64), cvt_stage=True, order="PWCOQRTS")  # b1n32_o128_cs: M 193..384
 _W4_X_CS = R(_S3W4, cvt="x", cvt_stage=True, order="PWCOQRTS")  # s3_w4_x_cs: M 97..192
 
@@ -271,7 +272,7 @@ VARIANTS: dict[str, Config] = {
     # (Config.o_iou_fma). O alone at M = 512 (H100 probe, ncu) is bound by the tf32x3 product's instruction chain,
     # ~940 warp instructions per 64-row chunk at 5.2 cycles each, its 4 G columns padded to 32 rows; the FMA form ~200
     # PTX lines per 32-row chunk (local build), 4 chunks in flight
-    "b1n32_best_o128_ofma": R(_BEST_O128, o_iou_fma=True),
+    "b1n32_best_o128_ofma": _BEST_OFMA,
     "b1n32_o128_cs_ofma": R(_O128_CS, o_iou_fma=True),
     "s3_w4_x_cs_ofma": R(_W4_X_CS, o_iou_fma=True),
     "s3_hx_nr_r128s128_ofma": R(_S3HX, o_iou_fma=True),
@@ -280,21 +281,21 @@ VARIANTS: dict[str, Config] = {
     # session 42: around the shipped M > 384 variant (b1n32_best_o128_ofma), whose IoU O items are now short: the
     # settings that lost while O was the tail (the copies by stages W and C, O elsewhere in ticket order, 64-wide O
     # tiles, four pipeline stages)
-    "b1n32_best_o128_ofma_cs": R(_BEST_O128, o_iou_fma=True, cvt_stage=True, order="PWCOQRTS"),
-    "b1n32_best_o128_ofma_pqo": R(_BEST_O128, o_iou_fma=True, order="PQORTS"),
-    "b1n32_best_o128_ofma_opq": R(_BEST_O128, o_iou_fma=True, order="OPQRTS"),
-    "b1n32_best_o64_ofma": R(_BEST_O128, o=(64, 64), o_iou_fma=True),
-    "b1n32_best_o128_ofma_ns4": R(_BEST_O128, o_iou_fma=True, num_stages=4),
+    "b1n32_best_o128_ofma_cs": R(_BEST_OFMA, cvt_stage=True, order="PWCOQRTS"),
+    "b1n32_best_o128_ofma_pqo": R(_BEST_OFMA, order="PQORTS"),
+    "b1n32_best_o128_ofma_opq": R(_BEST_OFMA, order="OPQRTS"),
+    "b1n32_best_o64_ofma": R(_BEST_OFMA, o=(64, 64)),
+    "b1n32_best_o128_ofma_ns4": R(_BEST_OFMA, num_stages=4),
     # and R's tickets ahead of Q's: the M = 512 trace has R's 40 items (9 us each, waiting only for P) start at 18.8 us,
     # after all of Q's tickets, and end at 30.8
-    "b1n32_best_o128_ofma_orq": R(_BEST_O128, o_iou_fma=True, order="PORQTS"),
+    "b1n32_best_o128_ofma_orq": R(_BEST_OFMA, order="PORQTS"),
     # session 46: two programs per SM for the large-M bands (the occupancy probe: 3-stage 128 x 64 tiles, two a SM, ran
     # 1.7x the per-tile rate of one): R tiles 128 x 128 so that shared memory fits twice (98,304 B), the 128-register
     # cap (352 B of stack) or 4 warps (255 registers, 120 B); all 1.4-1.8x slower on an H100 (NOTES, "Session 46")
-    "b1best_2pp": R(_BEST_O128, o_iou_fma=True, r=(128, 128, 64), maxnreg=128),
-    "b1best_2pp_r64": R(_BEST_O128, o_iou_fma=True, r=(64, 128, 64), s=(64, 64, 64), maxnreg=128),
+    "b1best_2pp": R(_BEST_OFMA, r=(128, 128, 64), maxnreg=128),
+    "b1best_2pp_r64": R(_BEST_OFMA, r=(64, 128, 64), s=(64, 64, 64), maxnreg=128),
     "b1cs_2pp": R(_O128_CS, maxnreg=128),
-    "b1best_2pp_w4": R(_BEST_O128, o_iou_fma=True, r=(128, 128, 64), num_warps=4),
+    "b1best_2pp_w4": R(_BEST_OFMA, r=(128, 128, 64), num_warps=4),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
