@@ -296,6 +296,13 @@ VARIANTS: dict[str, Config] = {
     "b1best_2pp_r64": R(_BEST_OFMA, r=(64, 128, 64), s=(64, 64, 64), maxnreg=128),
     "b1cs_2pp": R(_O128_CS, maxnreg=128),
     "b1best_2pp_w4": R(_BEST_OFMA, r=(128, 128, 64), num_warps=4),
+    # session 47: 16 warps a program, one program per SM (4 warps per scheduler instead of 2: more latency hidden
+    # in the streaming items and the polls; registers capped at 128 by the warp count)
+    "b1best_w16": R(_BEST_OFMA, num_warps=16),
+    "b1cs_w16": R(_O128_CS, num_warps=16),
+    "s3hx_ofma_w16": R(_S3HX, o_iou_fma=True, num_warps=16),
+    "s3w4xcs_w8": R(_W4_X_CS, num_warps=8),
+    "s3w4xcs_w16": R(_W4_X_CS, num_warps=16),
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
