@@ -211,29 +211,6 @@ CASES = {
             order="PWCQOSTR",
         ),
     ),
-    # Config.split: P alone in a first launch, O, Q, R, T and S in a second that finds P's counters complete; K loops
-    "m70-split": ((2, 35), dict(LOOPS_70, split=1)),
-    # the same with prefetches (Q and T load their weight tiles before their waits), M = 3
-    "m3-split": ((1, 3), dict(split=1)),
-    # O and P (with every fp16 copy in P's conversion items) first, Q, R, T and S in the second launch, M = 131
-    "m131-split-op": (
-        (1, 131),
-        dict(
-            q=(128, 128, 512, 128),
-            t=(128, 256, 512, 256),
-            prefetch=False,
-            single_k=False,
-            cvt="whix",
-            cvt_block=32768,
-            order="OPQRTS",
-            split=2,
-        ),
-    ),
-    # the copies by stages W and C in the first launch with P (the 193..384 band's form), M = 20
-    "m20-split-cvt-stage": (
-        (4, 5),
-        dict(LOOPS_20, cvt="whix", cvt_block=16384, cvt_stage=True, order="PWCOQRTS", split=3),
-    ),
 }
 
 
@@ -301,57 +278,6 @@ def test_failed_launch_keeps_the_counter_set(kernel, monkeypatch):
     _check_counters(kernel)
 
 
-@pytest.mark.usefixtures("poisoned_workspaces")
-def test_split_empty_batch(kernel):
-    """Config.split at M = 0: the first launch (P alone) has no items and is not issued; the second zeroes the next
-    call's header, and every weight and bias gradient is written as zero."""
-    task, args, outs = _case(0, 3, seed=2)
-    cfg = _big(kernel, split=1)
-    assert kernel._stage_sizes(0, cfg)["P"] == 0
-    kernel.launch(args, outs, cfg)
-    for name, out in zip(task.definition.outputs, outs, strict=True):
-        assert out.numel() == 0 or bool((out == 0).all()), name
-    _check_counters(kernel)
-    task, args, outs = _case(1, 3, seed=3)  # and the next call computes the right numbers
-    kernel.launch(args, outs, cfg)
-    _check(task, args, outs)
-    _check_counters(kernel)
-
-
-def test_split_second_launch_raising_flips_the_counter_set(kernel, monkeypatch):
-    """Config.split: once the first launch is issued (its ticket 0 zeroes the next call's header), the parity flips
-    even if the second launch raises, and the next call computes the right numbers."""
-    task, args, outs = _case(1, 3, seed=7)
-    cfg = _big(kernel, split=1)
-    kernel.launch(args, outs, cfg)
-    dev = torch.device("cpu")
-    before = kernel._PARITY[dev]
-    real = kernel._fused_bwd_kernel
-    calls = []
-
-    class _SecondRefuses:
-        def __getitem__(self, grid):
-            calls.append(grid)
-            if len(calls) == 2:
-
-                def launch(*_args, **_kwargs):
-                    raise RuntimeError("out of resource: shared memory")
-
-                return launch
-            return real[grid]
-
-    with monkeypatch.context() as patched:
-        patched.setattr(kernel, "_fused_bwd_kernel", _SecondRefuses())
-        with pytest.raises(RuntimeError, match="out of resource"):
-            kernel.launch(args, outs, cfg)
-    assert len(calls) == 2 and kernel._PARITY[dev] == 1 - before
-    for out in outs:
-        out.fill_(float("nan"))
-    kernel.launch(args, outs, cfg)
-    _check(task, args, outs)
-    _check_counters(kernel)
-
-
 #: The tune.py variant each CONFIG_TABLE band ships (NOTES.md holds their measurements): the table must not
 #: drift from what was measured.
 MEASURED_BANDS = {
@@ -407,11 +333,6 @@ def test_config_table_and_validation(kernel):
         dataclasses.replace(kernel.DEFAULT_CONFIG, cvt_stage=True, order="PWOQRCTS")
     with pytest.raises(ValueError):
         dataclasses.replace(kernel.DEFAULT_CONFIG, cvt_stage=True, order="PWCOQRTS", rs_split=2)
-    for split in (-1, 6):  # 0 (one launch) .. 5 (the last stage alone in the second launch)
-        with pytest.raises(ValueError, match="Config.split"):
-            dataclasses.replace(kernel.DEFAULT_CONFIG, split=split)
-    assert dataclasses.replace(kernel.DEFAULT_CONFIG, split=2).launch_stages() == ["PO", "QRTSWC"]
-    assert kernel.DEFAULT_CONFIG.launch_stages() == ["POQRTSWC"]
     # W and C, which have no items without cvt_stage, take the last positions of the ORDER code
     assert kernel.DEFAULT_CONFIG.order_code() == sum(
         "POQRTSWC".index(c) << (4 * i) for i, c in enumerate("POQRTSWC")

@@ -85,7 +85,6 @@ _CNT_P = tl.constexpr(1)
 _CNT_Q = tl.constexpr(6)
 _CNT_W = tl.constexpr(11)
 _CNT_C = tl.constexpr(16)
-_CNT_TICKET2 = 21  # the second launch's ticket (Config.split)
 _SLOTS = tl.constexpr(32)
 _HDR = 32 * 32
 _CNT_TILES = 2 * _HDR
@@ -131,12 +130,6 @@ class Config:
     # the IoU MLP's O items (G has 4 columns) as fp32 FMA broadcast products over 32-row chunks, 4 chunks in flight,
     # instead of the tf32x3 tensor-core product padded to 32 rows (the hypernetworks' O items unchanged)
     o_iou_fma: bool = False
-    # two launches instead of one: the first `split` stages of the order in the first, the rest in a second launch
-    # whose build holds only their code (its registers and shared memory, so its occupancy, are its own); 0: one
-    # launch. The second launch's programs find the first's counters complete (stream order). `maxnreg1` is the
-    # first launch's register cap (`maxnreg` the second's).
-    split: int = 0
-    maxnreg1: int | None = None
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -172,8 +165,6 @@ class Config:
             raise ValueError(f"Config.order: expected a permutation of {stages!r}, got {self.order!r}")
         if self.cvt_stage and (self.q_recompute or self.rs_split > 1):
             raise ValueError("Config.cvt_stage: not with q_recompute or rs_split > 1")
-        if not 0 <= self.split < len(self.order):
-            raise ValueError(f"Config.split: expected 0..{len(self.order) - 1} stages in the first launch, got {self.split}")
         pos = {c: i for i, c in enumerate(self.order)}
         deps = [("P", "R"), ("Q", "T"), ("Q", "S")] + ([] if self.q_recompute else [("P", "Q")])
         if self.cvt_stage:
@@ -194,11 +185,6 @@ class Config:
             "CVT_X": "x" in self.cvt and not single_k,
             "RSS": 1 if single_k else self.rs_split,
         }
-
-    def launch_stages(self) -> list[str]:
-        """The stages of each launch (one launch without `split`; W and C, itemless without cvt_stage, last)."""
-        order = self.order + "".join(c for c in "WC" if c not in self.order)
-        return [order] if self.split == 0 else [order[: self.split], order[self.split :]]
 
     def order_code(self) -> int:
         """The stage order as the kernel's ORDER constexpr: stage number of position i in nibble i (W and C, which
@@ -762,14 +748,6 @@ def _fused_bwd_kernel(
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
     CVS: tl.constexpr = False,  # Config.cvt_stage: the copies by stages W and C, not by P
     O_FMA: tl.constexpr = False,  # Config.o_iou_fma
-    # Config.split: this launch's positions [POS_LO, POS_HI) of the order, its ticket counter's header slot, whether
-    # its ticket 0 zeroes the next call's header (the first launch's), its stages as a mask of stage numbers (the
-    # build drops the others' code)
-    POS_LO: tl.constexpr = 0,
-    POS_HI: tl.constexpr = 8,
-    TICKET: tl.constexpr = 0,
-    ZERO_NEXT: tl.constexpr = True,
-    STG: tl.constexpr = 255,
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -777,14 +755,13 @@ def _fused_bwd_kernel(
     SQ_MAX: tl.constexpr = (1024 + QKS - 1) // QKS  # most K splits of a Q tile (IoU)
     ST_MAX: tl.constexpr = (1024 + TKS - 1) // TKS
 
-    t = tl.atomic_add(cnt + TICKET * _LINE, 1, sem="relaxed")  # ticket: the order programs really started in
+    t = tl.atomic_add(cnt + 0, 1, sem="relaxed")  # ticket: the order programs really started in
     if TRACE:
         g0 = _now(t)
         c0 = _clock(t)
         cw = c0
-    if ZERO_NEXT:
-        if t == 0:  # every slot, W's and C's too: the next call may use cvt_stage where this one does not
-            tl.store(cnt_next + tl.arange(0, _SLOTS) * _LINE, tl.zeros((_SLOTS,), dtype=tl.int32))
+    if t == 0:  # every slot, W's and C's too: the next call may use cvt_stage where this one does not
+        tl.store(cnt_next + tl.arange(0, _SLOTS) * _LINE, tl.zeros((_SLOTS,), dtype=tl.int32))
 
     # ---- items per stage (IoU tiles, hypernetwork tiles per MLP, K splits) ---------------------------
     zero = M * 0
@@ -839,12 +816,11 @@ def _fused_bwd_kernel(
     start = zero
     # W and C (positions 6 and 7 of the order code unless named) have items only with cvt_stage
     for pos in tl.static_range(6 + 2 * CVS):
-        if (pos >= POS_LO) & (pos < POS_HI):  # this launch's positions (all of them without Config.split)
-            n = _pick8((ORDER >> (4 * pos)) & 15, n0, n1, n2, n3, n4, n5, n6, n7)
-            if t >= start:
-                stage = zero + ((ORDER >> (4 * pos)) & 15)
-                u = t - start
-            start = start + n
+        n = _pick8((ORDER >> (4 * pos)) & 15, n0, n1, n2, n3, n4, n5, n6, n7)
+        if t >= start:
+            stage = zero + ((ORDER >> (4 * pos)) & 15)
+            u = t - start
+        start = start + n
     n_iou = _pick8(stage, np_i, no_i, nq_i * sq_i, nr_i, nt_i * st_i, ns_i, nw_i, nc_i, 6 + 2 * CVS)
     n_hyp = _pick8(stage, np_h, no_h, nq_h * sq_h, nr_h, nt_h * st_h, ns_h, nw_h, nc_h, 6 + 2 * CVS)
     mlp, lt = _split(u, n_iou, n_hyp)
@@ -891,16 +867,8 @@ def _fused_bwd_kernel(
     w_in16 = _sel(is_iou, ws_i16, ws_i16 + 262144 + j * 65536)
     x16 = _sel(is_iou, ws_x16, ws_x16 + M * 256 + j * 256)
 
-    # ---- the item (a stage outside this launch's STG is a compile-time false branch: its code is dropped) --------
-    HAS_P: tl.constexpr = (STG & 1) != 0
-    HAS_O: tl.constexpr = (STG & 2) != 0
-    HAS_Q: tl.constexpr = (STG & 4) != 0
-    HAS_R: tl.constexpr = (STG & 8) != 0
-    HAS_T: tl.constexpr = (STG & 16) != 0
-    HAS_S: tl.constexpr = (STG & 32) != 0
-    HAS_W: tl.constexpr = (STG & 64) != 0
-    HAS_C: tl.constexpr = (STG & 128) != 0
-    if (stage == 0) & HAS_P:
+    # ---- the item ---------------------------------------------------------------------------------------
+    if stage == 0:
         # P: D2 = (G @ W_out) * (H2 > 0)
         # (+ its column sums into ws_cs2[row tile], for db_hid)
         n_c = tl.cdiv(D, PN)
@@ -965,7 +933,7 @@ def _fused_bwd_kernel(
                     dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
                     tl.store(dx_z + x_offs, tl.zeros((PM, PN), dtype=tl.float32), mask=x_msk)
         _signal(cnt + (_CNT_P + mlp) * _LINE)
-    elif (stage == 1) & HAS_O:
+    elif stage == 1:
         # O: dW_out[k, n] = sum_m G[m, k] H2r[m, n]; db_out[k] = sum_m G[m, k]
         # (fp32-accurate: a tiny product whose K = M sum is where fp16 operands would cost the most)
         off_c = lt * ON
@@ -979,7 +947,7 @@ def _fused_bwd_kernel(
             _store_tile(acc_o, dw_out, D, KG, D, 0, off_c, OM, ON)
             if off_c == 0:
                 tl.store(db_out + tl.arange(0, 32), gs, mask=tl.arange(0, 32) < KG)
-    elif (stage == 2) & HAS_Q:
+    elif stage == 2:
         # Q: D1 = (D2 @ W_hid) * (H1 > 0), one K range [k_lo, k_hi) of D per item
         nsplit = tl.cdiv(D, QKS)
         tile = lt // nsplit
@@ -1069,7 +1037,7 @@ def _fused_bwd_kernel(
                     mask=z_msk,
                 )
             _signal(cnt + (_CNT_Q + mlp) * _LINE)
-    elif (stage == 3) & HAS_R:
+    elif stage == 3:
         # R: dW_hid[o, i] = sum_m D2[m, o] H1r[m, i]; db_hid[o] = sum_m D2[m, o]
         off_r, off_c, k_lo, k_hi = _rs_item(lt, RSS, D, RM, RN, rs_len, M)
         if SINGLE_K:  # all of K = M in one chunk: load H1r before waiting for D2
@@ -1103,7 +1071,7 @@ def _fused_bwd_kernel(
             db_hid = _sel(is_iou, db_hid_iou, db_hid_hyp + j * 256)
             rr_b = off_r + tl.arange(0, RM)
             tl.store(db_hid + rr_b, _col_partial_sums(ws_cs2, mt_p, col0, D, off_r, RM), mask=rr_b < D)
-    elif (stage == 4) & HAS_T:
+    elif stage == 4:
         # T: dx[m, c] = sum_i D1[m, i] W_in[i, c], one K range of D per item
         nsplit = tl.cdiv(D, TKS)
         tile = lt // nsplit
@@ -1163,12 +1131,12 @@ def _fused_bwd_kernel(
                 )
             if done:
                 tl.store(dx_ptrs, acc_t, mask=dx_msk)
-    elif (stage == 6) & CVS & HAS_W:
+    elif (stage == 6) & CVS:
         # W (cvt_stage): a block of CVE elements of W_hid -> its fp16 copy
         e = lt * CVE + tl.arange(0, CVE)
         tl.store(w_hid16 + e, tl.load(w_hid + e).to(tl.float16))
         _signal(cnt + (_CNT_W + mlp) * _LINE)
-    elif (stage == 7) & CVS & HAS_C:
+    elif (stage == 7) & CVS:
         # C (cvt_stage): a block of CVE elements of W_in (blocks first), H1r [M, D] or X [M, 256] (ld_x) -> fp16
         e = tl.arange(0, CVE)
         # not `nci`: the factor CVS is a compile-time 0 without cvt_stage, where the build then drops these branches
@@ -1188,45 +1156,44 @@ def _fused_bwd_kernel(
             tl.store(x16 + xo, tl.load(x + xo, mask=ok, other=0.0).to(tl.float16), mask=ok)
         _signal(cnt + (_CNT_C + mlp) * _LINE)
     else:
-        if HAS_S:
-            # S: dW_in[i, c] = sum_m D1[m, i] X[m, c]; db_in[i] = sum_m D1[m, i]
-            off_r, off_c, k_lo, k_hi = _rs_item(lt, RSS, 256, SM, SN, rs_len, M)
-            if SINGLE_K:  # all of K = M in one chunk: load X before waiting for D1
-                b_s = _single_k_t(d1, D, x, ld_x, D, 256, M, off_r, off_c, SM, SN, SK)
-                _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
-                if TRACE:
-                    cw = _clock(t)
-                acc_s, cs_s = _finish_k_t(d1, D, b_s, D, M, off_r, SM, SN, SK, PREC)
+        # S: dW_in[i, c] = sum_m D1[m, i] X[m, c]; db_in[i] = sum_m D1[m, i]
+        off_r, off_c, k_lo, k_hi = _rs_item(lt, RSS, 256, SM, SN, rs_len, M)
+        if SINGLE_K:  # all of K = M in one chunk: load X before waiting for D1
+            b_s = _single_k_t(d1, D, x, ld_x, D, 256, M, off_r, off_c, SM, SN, SK)
+            _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
+            if TRACE:
+                cw = _clock(t)
+            acc_s, cs_s = _finish_k_t(d1, D, b_s, D, M, off_r, SM, SN, SK, PREC)
+        else:
+            if CVS and CVT_X:  # X's copy (stage C)
+                _wait_for(cnt + (_CNT_C + mlp) * _LINE, c_target, NW, POLL1)
+            _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
+            if TRACE:
+                cw = _clock(t)
+            acc_s, cs_s = _gemm_loop(
+                d1, D, x16 if CVT_X else x, ld_x, D, 256, k_lo, k_hi, off_r, off_c, True, True,
+                SM, SN, SK, PREC, CVT_X, Q_ATOMIC,
+            )  # fmt: skip
+        if RSS > 1:  # dW_in zeroed by the P stage's zero items
+            rr_w = off_r + tl.arange(0, SM)
+            cc_w = off_c + tl.arange(0, SN)
+            tl.atomic_add(
+                dw_in + rr_w[:, None] * 256 + cc_w[None, :],
+                acc_s,
+                mask=(rr_w < D)[:, None] & (cc_w < 256)[None, :],
+                sem="relaxed",
+            )
+        else:
+            _store_tile(acc_s, dw_in, 256, D, 256, off_r, off_c, SM, SN)
+        rr_b = off_r + tl.arange(0, SM)
+        if Q_ATOMIC and RSS > 1:  # db_in: D1's column sums over this M range, into zeros (P)
+            if off_c == 0:
+                tl.atomic_add(db_in + rr_b, cs_s, mask=rr_b < D, sem="relaxed")
+        elif (off_c == 0) & (k_lo == 0):  # db_in: D1's column sums (Q_ATOMIC) or the sum of Q's tile sums
+            if Q_ATOMIC:
+                tl.store(db_in + rr_b, cs_s, mask=rr_b < D)
             else:
-                if CVS and CVT_X:  # X's copy (stage C)
-                    _wait_for(cnt + (_CNT_C + mlp) * _LINE, c_target, NW, POLL1)
-                _wait_for(cnt + (_CNT_Q + mlp) * _LINE, q_target, NW, POLL1)
-                if TRACE:
-                    cw = _clock(t)
-                acc_s, cs_s = _gemm_loop(
-                    d1, D, x16 if CVT_X else x, ld_x, D, 256, k_lo, k_hi, off_r, off_c, True, True,
-                    SM, SN, SK, PREC, CVT_X, Q_ATOMIC,
-                )  # fmt: skip
-            if RSS > 1:  # dW_in zeroed by the P stage's zero items
-                rr_w = off_r + tl.arange(0, SM)
-                cc_w = off_c + tl.arange(0, SN)
-                tl.atomic_add(
-                    dw_in + rr_w[:, None] * 256 + cc_w[None, :],
-                    acc_s,
-                    mask=(rr_w < D)[:, None] & (cc_w < 256)[None, :],
-                    sem="relaxed",
-                )
-            else:
-                _store_tile(acc_s, dw_in, 256, D, 256, off_r, off_c, SM, SN)
-            rr_b = off_r + tl.arange(0, SM)
-            if Q_ATOMIC and RSS > 1:  # db_in: D1's column sums over this M range, into zeros (P)
-                if off_c == 0:
-                    tl.atomic_add(db_in + rr_b, cs_s, mask=rr_b < D, sem="relaxed")
-            elif (off_c == 0) & (k_lo == 0):  # db_in: D1's column sums (Q_ATOMIC) or the sum of Q's tile sums
-                if Q_ATOMIC:
-                    tl.store(db_in + rr_b, cs_s, mask=rr_b < D)
-                else:
-                    tl.store(db_in + rr_b, _col_partial_sums(ws_cs1, mt_q, col0, D, off_r, SM), mask=rr_b < D)
+                tl.store(db_in + rr_b, _col_partial_sums(ws_cs1, mt_q, col0, D, off_r, SM), mask=rr_b < D)
 
     if TRACE:
         tl.debug_barrier()
@@ -1400,57 +1367,30 @@ def launch(
     ws_cs2 = torch.empty(_cdiv(m, cfg.p[0]) * 2048, dtype=torch.float32, device=device)
     ws_cs1 = torch.empty(_cdiv(m, qm) * 2048, dtype=torch.float32, device=device)
     buf = _counters(device, nq + nt)
-    ws = [ws_d2, ws_d1, ws_qp, ws_tp, ws_cs2, ws_cs1, ws_h16, ws_w16, ws_i16, ws_x16]
+    # this call's counter set; the flip waits for the launch to be issued: a launch that raises (e.g. out of
+    # shared memory) must not leave the next call on the set this one would have zeroed (the next call would
+    # start from the previous call's counts and spin on targets it never reaches: a GPU hang, session 12)
     par = _PARITY.get(device, 0)
-    n_all = n_items(m, cfg)
-    if trace is not None and trace.numel() < n_all * 6:
-        raise ValueError(f"trace: needs {n_all * 6} int64 elements, got {trace.numel()}")
-    sizes = _stage_sizes(m, cfg)
-    parts = cfg.launch_stages()
-    lo = 0
-    issued = False
-    for li, stages in enumerate(parts):
-        n = sum(sizes[c] for c in stages)
-        hi = lo + len(stages)
-        if n == 0:  # (M = 0: a launch of P, Q or T alone has no items; O, R and S always have some)
-            lo = hi
-            continue
-        maxnreg = cfg.maxnreg1 if li == 0 and len(parts) > 1 else cfg.maxnreg
-        split = {}
-        if len(parts) > 1:  # (the defaults build the one-launch kernel's code)
-            split = dict(
-                POS_LO=lo,
-                POS_HI=hi,
-                TICKET=0 if li == 0 else _CNT_TICKET2,
-                ZERO_NEXT=not issued,
-                STG=sum(1 << _STAGES.index(c) for c in stages),
-            )
-        tr = buf if trace is None else trace[_items_before(sizes, parts, li) * 6 :]
-        _launch_one((n,), ins, outputs, ws, buf, par, tr, m, cfg, fl, split, trace is not None, maxnreg)
-        if not issued:
-            # this call's counter set; the flip waits for the first launch to be issued (its ticket 0 zeroes the
-            # next call's header): a launch that raises (e.g. out of shared memory) must not leave the next call on
-            # the set this one would have zeroed (the next call would start from the previous call's counts and spin
-            # on targets it never reaches: a GPU hang, session 12)
-            _PARITY[device] = 1 - par
-            issued = True
-        lo = hi
-
-
-def _items_before(sizes: dict[str, int], parts: list[str], li: int) -> int:
-    """Items of the launches before launch li (the offset of its TRACE records)."""
-    return sum(sizes[c] for stages in parts[:li] for c in stages)
-
-
-def _launch_one(grid, ins, outputs, ws, buf, par, tr, m, cfg, fl, split, trace, maxnreg) -> None:
+    grid = (n_items(m, cfg),)
+    if trace is not None and trace.numel() < grid[0] * 6:
+        raise ValueError(f"trace: needs {grid[0] * 6} int64 elements, got {trace.numel()}")
     _fused_bwd_kernel[grid](
         *ins,
         *outputs,
-        *ws,
+        ws_d2,
+        ws_d1,
+        ws_qp,
+        ws_tp,
+        ws_cs2,
+        ws_cs1,
+        ws_h16,
+        ws_w16,
+        ws_i16,
+        ws_x16,
         buf[par * _HDR :],
         buf[(1 - par) * _HDR :],
         buf[_CNT_TILES:],
-        tr,
+        buf if trace is None else trace,
         m,
         PM=cfg.p[0],
         PN=cfg.p[1],
@@ -1487,12 +1427,12 @@ def _launch_one(grid, ins, outputs, ws, buf, par, tr, m, cfg, fl, split, trace, 
         RSS=fl["RSS"],
         CVS=cfg.cvt_stage,
         O_FMA=cfg.o_iou_fma,
-        **split,
-        TRACE=trace,
+        TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
-        **({} if maxnreg is None else {"maxnreg": maxnreg}),
+        **({} if cfg.maxnreg is None else {"maxnreg": cfg.maxnreg}),
     )
+    _PARITY[device] = 1 - par
 
 
 N_INPUTS = 36  # the definition's inputs; the 14 outputs follow them in run()'s parameters

@@ -303,20 +303,9 @@ VARIANTS: dict[str, Config] = {
     "s3hx_ofma_w16": R(_S3HX, o_iou_fma=True, num_warps=16),
     "s3w4xcs_w8": R(_W4_X_CS, num_warps=8),
     "s3w4xcs_w16": R(_W4_X_CS, num_warps=16),
-    # session 47: two launches (Config.split): the first stages of the order in a launch of their own, the K-loop stages
-    # in a second whose build holds only their code, so that two programs fit an SM (R 128 x 128: 98,304 B; the
-    # 128-register cap), the lead that sessions 45-46 left ("a launch whose code is only the K loops")
-    "b1split": R(_BEST_OFMA, split=1),
-    "b1split_2pp": R(_BEST_OFMA, split=1, r=(128, 128, 64), maxnreg=128),
-    "b1split_2pp_w4": R(_BEST_OFMA, split=1, r=(128, 128, 64), num_warps=4),
-    "b1split_2pp_po": R(_BEST_OFMA, split=2, r=(128, 128, 64), maxnreg=128),
-    "b1split_2pp_tf": R(_BEST_O128, split=1, r=(128, 128, 64), maxnreg=128),
-    "b1split_2pp_c": R(_BEST_OFMA, split=1, r=(128, 128, 64), maxnreg=128, maxnreg1=128),
-    "b1split_2pp_op": R(_BEST_OFMA, split=2, order="OPQRTS", r=(128, 128, 64), maxnreg=128),
-    "b1cs_split": R(_O128_CS, split=3),
-    "b1cs_split_2pp": R(_O128_CS, split=3, maxnreg=128),
-    "s3hx_split": R(_S3HX, o_iou_fma=True, split=1),
-    "s3hx_split_2pp": R(_S3HX, o_iou_fma=True, split=1, maxnreg=128),
+    # session 47: two launches (Config.split: the K-loop stages in a build of their own, two programs per SM), variants
+    # b1split, b1split_2pp, b1split_2pp_c, b1split_2pp_po, b1split_2pp_op, b1cs_split, b1cs_split_2pp, s3hx_split and
+    # s3hx_split_2pp: 4-8x slower on an H100 (NOTES, "Session 47"); the code and these variants are at a66e56d
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
