@@ -297,7 +297,8 @@ VARIANTS: dict[str, Config] = {
     "b1cs_2pp": R(_O128_CS, maxnreg=128),
     "b1best_2pp_w4": R(_BEST_OFMA, r=(128, 128, 64), num_warps=4),
     # session 47: 16 warps a program, one program per SM (4 warps per scheduler instead of 2: more latency hidden
-    # in the streaming items and the polls; registers capped at 128 by the warp count)
+    # in the streaming items and the polls; registers capped at 128 by the warp count, no spills), and 8 warps for the
+    # M 97..192 band: 13-62 % slower on an H100 in every band (NOTES, "Session 47")
     "b1best_w16": R(_BEST_OFMA, num_warps=16),
     "b1cs_w16": R(_O128_CS, num_warps=16),
     "s3hx_ofma_w16": R(_S3HX, o_iou_fma=True, num_warps=16),
@@ -305,7 +306,7 @@ VARIANTS: dict[str, Config] = {
     "s3w4xcs_w16": R(_W4_X_CS, num_warps=16),
     # session 47: two launches (Config.split: the K-loop stages in a build of their own, two programs per SM), variants
     # b1split, b1split_2pp, b1split_2pp_c, b1split_2pp_po, b1split_2pp_op, b1cs_split, b1cs_split_2pp, s3hx_split and
-    # s3hx_split_2pp: 4-8x slower on an H100 (NOTES, "Session 47"); the code and these variants are at a66e56d
+    # s3hx_split_2pp: 3.6-7.7x slower on an H100 (NOTES, "Session 47"); the code and these variants are at a66e56d
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
 STAGE_NAMES = "POQRTSWC"
