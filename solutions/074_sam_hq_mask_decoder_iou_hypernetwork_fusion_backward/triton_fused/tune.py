@@ -97,6 +97,7 @@ _BEST_O128 = R(_B1N32_BEST, o=(128, 64))  # b1n32_best_o128: M > 384 until sessi
 _BEST_OFMA = R(_BEST_O128, o_iou_fma=True)  # b1n32_best_o128_ofma: M > 384 since session 42
 _O128_CS = R(_B1N32, o=(128, 64), cvt_stage=True, order="PWCOQRTS")  # b1n32_o128_cs: M 193..384
 _W4_X_CS = R(_S3W4, cvt="x", cvt_stage=True, order="PWCOQRTS")  # s3_w4_x_cs: M 97..192
+_S3HX_OFMA = R(_S3HX, o_iou_fma=True)  # s3_hx_nr_r128s128_ofma: M <= 96 since session 43
 
 VARIANTS: dict[str, Config] = {
     "s1": _SMALL,
@@ -275,7 +276,7 @@ VARIANTS: dict[str, Config] = {
     "b1n32_best_o128_ofma": _BEST_OFMA,
     "b1n32_o128_cs_ofma": R(_O128_CS, o_iou_fma=True),
     "s3_w4_x_cs_ofma": R(_W4_X_CS, o_iou_fma=True),
-    "s3_hx_nr_r128s128_ofma": R(_S3HX, o_iou_fma=True),
+    "s3_hx_nr_r128s128_ofma": _S3HX_OFMA,
     # session 41: O's products as three fp16 products of hi / lo parts (Config.o_split16) and O's loop pipelined deeper
     # (Config.o_stages), measured in session 42 (H100: level in every band) and deleted; the code is at 9b9205f
     # session 42: around the shipped M > 384 variant (b1n32_best_o128_ofma), whose IoU O items are now short: the
@@ -301,7 +302,7 @@ VARIANTS: dict[str, Config] = {
     # M 97..192 band: 13-62 % slower on an H100 in every band (NOTES, "Session 47")
     "b1best_w16": R(_BEST_OFMA, num_warps=16),
     "b1cs_w16": R(_O128_CS, num_warps=16),
-    "s3hx_ofma_w16": R(_S3HX, o_iou_fma=True, num_warps=16),
+    "s3hx_ofma_w16": R(_S3HX_OFMA, num_warps=16),
     "s3w4xcs_w8": R(_W4_X_CS, num_warps=8),
     "s3w4xcs_w16": R(_W4_X_CS, num_warps=16),
     # session 47: two launches (Config.split: the K-loop stages in a build of their own, two programs per SM), variants
