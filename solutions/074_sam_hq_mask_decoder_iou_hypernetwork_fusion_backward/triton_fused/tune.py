@@ -305,11 +305,12 @@ VARIANTS: dict[str, Config] = {
     "s3hx_ofma_w16": R(_S3HX_OFMA, num_warps=16),
     "s3w4xcs_w8": R(_W4_X_CS, num_warps=8),
     "s3w4xcs_w16": R(_W4_X_CS, num_warps=16),
-    # session 48: the W_hid copies (stage W) first in ticket order, so that the first wave holds them and the D2 tiles
-    # (D2 alone: the other copies in stage C), and Q's W wait is met when that wave ends (PWCOQRTS put W after P's 128
-    # tiles, in the second wave). H100: 0.4-5.9 us slower above M = 384 (P's tiles end 6.7 us earlier at M = 512, the span
-    # does not move); 0.3-0.7 us faster at M = 256 (b1cs_wp), level at M = 128 and 0.3-0.4 us faster at M = 131
-    # (s3w4xcs_wp): inside the official A/B's resolution, so the table is unchanged (NOTES, "Session 48")
+    # session 48: the W_hid copies (stage W) first in ticket order, so that the first wave holds them and the D2
+    # tiles (D2 alone: the other copies in stage C), and Q's W wait is met when that wave ends (PWCOQRTS put W after
+    # P's 128 tiles, in the second wave). H100: 0.4-5.9 us slower above M = 384 (P's tiles end 6.7 us earlier at
+    # M = 512, the span does not move); 0.3-0.7 us faster at M = 256 (b1cs_wp), level at M = 128 and 0.3-0.4 us
+    # faster at M = 131 (s3w4xcs_wp): inside the official A/B's resolution, so the table is unchanged (NOTES,
+    # "Session 48")
     "b1best_wp": R(_BEST_OFMA, cvt_stage=True, order="WPCOQRTS"),
     "b1best_wpo": R(_BEST_OFMA, cvt_stage=True, order="WPOCQRTS"),
     "b1best_wpq": R(_BEST_OFMA, cvt_stage=True, order="WPOQCRTS"),
