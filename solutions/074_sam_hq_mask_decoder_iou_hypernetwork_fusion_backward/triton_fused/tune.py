@@ -98,6 +98,7 @@ _BEST_OFMA = R(_BEST_O128, o_iou_fma=True)  # b1n32_best_o128_ofma: M > 384 sinc
 _O128_CS = R(_B1N32, o=(128, 64), cvt_stage=True, order="PWCOQRTS")  # b1n32_o128_cs: M 193..384
 _W4_X_CS = R(_S3W4, cvt="x", cvt_stage=True, order="PWCOQRTS")  # s3_w4_x_cs: M 97..192
 _S3HX_OFMA = R(_S3HX, o_iou_fma=True)  # s3_hx_nr_r128s128_ofma: M <= 96 since session 43
+_BEST_OFMA_CS = R(_BEST_OFMA, cvt_stage=True, order="PWCOQRTS")  # b1n32_best_o128_ofma_cs (session 42)
 
 VARIANTS: dict[str, Config] = {
     "s1": _SMALL,
@@ -282,7 +283,7 @@ VARIANTS: dict[str, Config] = {
     # session 42: around the shipped M > 384 variant (b1n32_best_o128_ofma), whose IoU O items are now short: the
     # settings that lost while O was the tail (the copies by stages W and C, O elsewhere in ticket order, 64-wide O
     # tiles, four pipeline stages)
-    "b1n32_best_o128_ofma_cs": R(_BEST_OFMA, cvt_stage=True, order="PWCOQRTS"),
+    "b1n32_best_o128_ofma_cs": _BEST_OFMA_CS,
     "b1n32_best_o128_ofma_pqo": R(_BEST_OFMA, order="PQORTS"),
     "b1n32_best_o128_ofma_opq": R(_BEST_OFMA, order="OPQRTS"),
     "b1n32_best_o64_ofma": R(_BEST_OFMA, o=(64, 64)),
@@ -311,11 +312,11 @@ VARIANTS: dict[str, Config] = {
     # M = 512, the span does not move); 0.3-0.7 us faster at M = 256 (b1cs_wp), level at M = 128 and 0.3-0.4 us
     # faster at M = 131 (s3w4xcs_wp): inside the official A/B's resolution, so the table is unchanged (NOTES,
     # "Session 48")
-    "b1best_wp": R(_BEST_OFMA, cvt_stage=True, order="WPCOQRTS"),
-    "b1best_wpo": R(_BEST_OFMA, cvt_stage=True, order="WPOCQRTS"),
-    "b1best_wpq": R(_BEST_OFMA, cvt_stage=True, order="WPOQCRTS"),
-    "b1best_wp64k": R(_BEST_OFMA, cvt_stage=True, order="WPCOQRTS", cvt_block=65536),  # 20 W items, not 40
-    "b1best_owp": R(_BEST_OFMA, cvt_stage=True, order="OWPCQRTS"),  # O's 16 long items from the start
+    "b1best_wp": R(_BEST_OFMA_CS, order="WPCOQRTS"),
+    "b1best_wpo": R(_BEST_OFMA_CS, order="WPOCQRTS"),
+    "b1best_wpq": R(_BEST_OFMA_CS, order="WPOQCRTS"),
+    "b1best_wp64k": R(_BEST_OFMA_CS, order="WPCOQRTS", cvt_block=65536),  # 20 W items, not 40
+    "b1best_owp": R(_BEST_OFMA_CS, order="OWPCQRTS"),  # O's 16 long items from the start
     "b1cs_wp": R(_O128_CS, order="WPCOQRTS"),
     "b1cs_wpo": R(_O128_CS, order="WPOCQRTS"),
     "s3w4xcs_wp": R(_W4_X_CS, order="WPCOQRTS"),
