@@ -494,6 +494,61 @@ def test_phase7_tl_fp16_below_threshold(task):
     assert torch.equal(q16, q32) and torch.equal(k16, k32)
 
 
+KPROJ_ODD = dict(mode="multi", grid=132, hb=512, kproj_bs=32, kproj_kc=32, kproj_stages=2)
+KPROJ_CASES = {
+    # id: (B, P, T, S, Config overrides): phase 0 (kproj) planned for 132 programs; persistent with one program
+    # (it is not idle in the plan, so it runs phase 0 itself first); chunks of several 64-token tiles; the multi
+    # launches with T <= 4 and T > 8 (two 64-row halves); 32-token phase-0 items over an odd S in a 2-stage pipeline
+    # of 32-channel pieces
+    "persistent": (1, 2, 5, 70, dict(grid=1, plan_programs=132, hb=512)),
+    "persistent-chunks": (1, 1, 4, 300, dict(grid=1, plan_programs=132, hb=512, min_chunk=64, bs1=16)),
+    "multi": (2, 1, 3, 90, dict(mode="multi", grid=40, hb=512)),
+    "multi-T11": (1, 1, 11, 50, dict(mode="multi", grid=40, hb=512)),
+    "multi-odd": (1, 1, 4, 201, KPROJ_ODD),
+}
+
+
+@pytest.mark.usefixtures("poisoned_workspaces")
+@pytest.mark.parametrize("case", list(KPROJ_CASES))
+def test_phase0_key_projection(task, case):
+    """`kproj`: the t2i keys and values projected by phase 0 (fp16), phases 3 and 4 on them, against the reference
+    at the official tolerance with every element matched, and against the same call without it: output_queries
+    within one atol but not the same (the path ran); phase 4 on one channel slice."""
+    B, P, T, S, overrides = KPROJ_CASES[case]
+    plan, (qa, ka), (qb, kb) = _fp16_and_tf32(task, KPROJ_CASES[case], "kproj", B * P * S, 0)
+    assert plan.KPJ and plan.ND == 1 and plan.phases[0] == 10
+    assert plan.work[10] == B * P * -(-S // overrides.get("kproj_bs", kernel.DEFAULT_CONFIG.kproj_bs))
+    if case == "persistent-chunks":
+        assert plan.n_ch > 1 and plan.CH > overrides["bs1"]
+    assert not torch.equal(qa, qb)
+    assert float((qa - qb).abs().max()) < TOLERANCE.max_atol
+    assert float((ka - kb).abs().max()) < TOLERANCE.max_atol
+    assert _state_is_clean(kernel)
+
+
+def test_kproj_rule(task):
+    """Phase 0 runs where the call has at most `kproj` key tokens and the programs that phases 1a, 1 and 2 leave
+    idle (from P0LO on) take at most `kproj_items` of its items each; off by default."""
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, kproj=16384, kproj_items=2)
+    kinds = set()
+    for w in task.workloads:
+        NI, T, S = _items(w)
+        plan = kernel.make_plan(NI, T, S, cfg, 132)
+        busy = max(plan.work.get(8, 0), plan.work[1], plan.work[2])
+        n0 = NI * -(-S // cfg.kproj_bs)
+        assert plan.KPJ == (NI * S <= cfg.kproj and n0 <= cfg.kproj_items * (132 - busy))
+        if plan.KPJ:
+            assert plan.P0LO == busy and plan.work[10] == n0 and plan.ND == 1
+        else:
+            assert 10 not in plan.work and 10 not in plan.phases
+        assert not kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, 132).KPJ
+        kinds.add((plan.KPJ, NI * S <= cfg.kproj))
+    # phase 0 on, off for too many items per idle program, off for too many key tokens
+    assert kinds == {(True, True), (False, True), (False, False)}
+    with pytest.raises(ValueError, match="kproj"):
+        kernel.make_plan(1, 4, 4096, dataclasses.replace(cfg, p3_fp16=False), 132)
+
+
 def test_default_precision_long_prompt(task):
     """T = 11 (16 padded tokens per head, two t2i halves) with the default rounding, persistent."""
     B, P, T, S = 1, 2, 11, 33
@@ -631,6 +686,12 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("p7_launch", (1, 8, 0, 32, 4)),
         ("p7_launch", (1, 8, 0)),
         ("p7_launch", 8),
+        ("kproj", -1),
+        ("kproj_bs", 48),
+        ("kproj_ncb", 3),
+        ("kproj_items", 0),
+        ("kproj_kc", 8),
+        ("kproj_stages", 0),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):

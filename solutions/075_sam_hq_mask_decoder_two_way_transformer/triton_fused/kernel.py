@@ -458,7 +458,7 @@ def _ph1_self_attn(
 def _ph2_ln1_t2i_fold(
     w, live, y1acc, qp_ptr, ln1w, ln1b, wq, bq, wk, bk, bo_t2i, y2acc, a1, c1, R, T,
     C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
-    NC: tl.constexpr, QS: tl.constexpr = 1, CP: tl.constexpr = 1,
+    NC: tl.constexpr, QS: tl.constexpr = 1, CP: tl.constexpr = 1, KPJ: tl.constexpr = False,
 ):  # fmt: skip
     part = w % CP
     h, r, valid, d, y, mean, rstd = _head_rows(w // CP, live, y1acc, R, C)
@@ -467,7 +467,7 @@ def _ph2_ln1_t2i_fold(
     )
     _ph2_fold(
         qh, qh, part, live, h, r, valid, d, y, mean, rstd, y1acc, ln1w, ln1b, bq, wk, bk, bo_t2i, y2acc, a1,
-        c1, T, C, TPK, P3, RN, NC, CP, False,
+        c1, T, C, TPK, P3, RN, NC, CP, False, KPJ,
     )  # fmt: skip
 
 
@@ -492,6 +492,7 @@ def _ph2_operands(w, live, qp_ptr, wq, wk, R, C: tl.constexpr, CP: tl.constexpr)
 def _ph2_loaded(
     w, live, y1acc, pe, w_q, w_k, ln1w, ln1b, bq, wk, bk, bo_t2i, y2acc, a1, c1, R, T,
     C: tl.constexpr, TPK: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, CP: tl.constexpr,
+    KPJ: tl.constexpr = False,
 ):  # fmt: skip
     """Phase-2 work item w with its PE rows and weights already in registers (`_ph2_operands`): LayerNorm 1
     of the rows it loads anyway, + PE, one K = 256 product for the head's query, then as `_ph2_ln1_t2i_fold`
@@ -502,7 +503,7 @@ def _ph2_loaded(
     qh = _tdot(x, tl.trans(w_q), tl.zeros([_RT, 16], tl.float32), P3, RN)
     _ph2_fold(
         qh, w_k, part, live, h, r, valid, d, y, mean, rstd, y1acc, ln1w, ln1b, bq, wk, bk, bo_t2i, y2acc, a1,
-        c1, T, C, TPK, P3, RN, C // CP, CP, True,
+        c1, T, C, TPK, P3, RN, C // CP, CP, True, KPJ,
     )  # fmt: skip
 
 
@@ -510,11 +511,12 @@ def _ph2_loaded(
 def _ph2_fold(
     qh, w_kp, part, live, h, r, valid, d, y, mean, rstd, y1acc, ln1w, ln1b, bq, wk, bk, bo_t2i, y2acc, a1, c1,
     T, C: tl.constexpr, TPK: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, NC: tl.constexpr,
-    CP: tl.constexpr, PRE: tl.constexpr,
+    CP: tl.constexpr, PRE: tl.constexpr, KPJ: tl.constexpr = False,
 ):  # fmt: skip
     """The rest of phase-2 work item (row tile, head h, column part): the head's pre-scaled query, A1 = Wk_h^T
     q_ht on the part's columns in NC-wide pieces (PRE: the part's Wk columns w_kp were loaded already, one
-    piece), c1 = q_ht . bk_h; head 0 seeds y2acc with x1 + bout_t2i."""
+    piece), c1 = q_ht . bk_h; head 0 seeds y2acc with x1 + bout_t2i. KPJ (`Config.kproj`: the keys projected by
+    phase 0): no A1 and no c1; part 0 stores the pre-scaled query itself, [16] per row of a1 (fp16)."""
     M8: tl.constexpr = 8 * TPK
     NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
     tl.static_assert(not PRE or NC == NCS, "preloaded Wk columns: one piece")
@@ -524,13 +526,14 @@ def _ph2_fold(
     j = item * M8 + h * TPK + r % T  # row of A1 [items, 8 * TPK] (head-major inside an item)
     for nb in range(part * NCS, part * NCS + NCS, NC):  # this item's output columns in NC-wide pieces
         cn = nb + tl.arange(0, NC)
-        if PRE:
-            w_k = w_kp
-        else:
-            w_k = tl.load(wk + d[:, None] * C + cn[None, :], mask=live, other=0.0)  # [16, NC]
-        a = _tdot(qh, w_k, tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]  Wk_h^T q_ht
-        a = _tf32_rn(a, RN).to(a1.dtype.element_ty)  # fp16 for phase 3's fp16 products (Config.p3_fp16)
-        tl.store(a1 + j[:, None] * C + cn[None, :], a, mask=valid[:, None])
+        if not KPJ:
+            if PRE:
+                w_k = w_kp
+            else:
+                w_k = tl.load(wk + d[:, None] * C + cn[None, :], mask=live, other=0.0)  # [16, NC]
+            a = _tdot(qh, w_k, tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]  Wk_h^T q_ht
+            a = _tf32_rn(a, RN).to(a1.dtype.element_ty)  # fp16 for phase 3's fp16 products (Config.p3_fp16)
+            tl.store(a1 + j[:, None] * C + cn[None, :], a, mask=valid[:, None])
         if h == 0:  # x1 + bout_t2i seeds y2acc (phase 4 adds the attention)
             offn = r[:, None] * C + cn[None, :]
             yn = _row_piece(y1acc, y, offn, valid, NC, C)
@@ -538,7 +541,12 @@ def _ph2_fold(
             x1 += tl.load(bo_t2i + cn, mask=live, other=0.0)[None, :]
             tl.atomic_add(y2acc + offn, x1, mask=valid[:, None], sem="relaxed", scope="gpu")
     if part == 0:
-        tl.store(c1 + j, cb, mask=valid)
+        # KPJ: the head's query (bias, 1/4 and log2 e in it) for phase 3's products with the projected keys
+        if KPJ:
+            q16 = qh.to(a1.dtype.element_ty)
+            tl.store(a1 + j[:, None] * 16 + tl.arange(0, 16)[None, :], q16, mask=valid[:, None])
+        else:
+            tl.store(c1 + j, cb, mask=valid)
 
 
 @triton.jit
@@ -615,6 +623,83 @@ def _ph3_t2i_pass(
 
 
 @triton.jit
+def _ph0_key_proj(
+    w, live, k_ptr, kp_ptr, wk, bk, wv, bv, kvp, S, C: tl.constexpr, BSP: tl.constexpr, KC: tl.constexpr,
+    ST: tl.constexpr = 1,
+):  # fmt: skip
+    """Phase 0 (`Config.kproj`) work item w = (item, tile of BSP key tokens): the t2i keys K = Wk (k + k_pe) + bk
+    and values V = Wv k + bv of the tile's tokens, fp16 operands, fp32 accumulation, the contraction in KC-wide
+    pieces (ST > 1: a cp.async pipeline over them), stored as fp16 rows [K (128) | V (128)] of kvp [items * S,
+    256]."""
+    n_t = tl.cdiv(S, BSP)
+    item = w // n_t
+    tok = (w % n_t) * BSP + tl.arange(0, BSP)
+    tm = (tok < S) & live
+    o = tl.arange(0, 128)
+    key = tl.zeros([BSP, 128], tl.float32)
+    val = tl.zeros([BSP, 128], tl.float32)
+    for kc in tl.range(0, C, KC, num_stages=ST):
+        c = kc + tl.arange(0, KC)
+        off = (item * S + tok)[:, None] * C + c[None, :]
+        kt = tl.load(k_ptr + off, mask=tm[:, None], other=0.0, cache_modifier=".cg")
+        xs = kt + tl.load(kp_ptr + off, mask=tm[:, None], other=0.0, cache_modifier=".cg")
+        w_k = tl.load(wk + o[:, None] * C + c[None, :], mask=live, other=0.0)  # [128, KC]
+        w_v = tl.load(wv + o[:, None] * C + c[None, :], mask=live, other=0.0)
+        key = tl.dot(xs.to(tl.float16), tl.trans(w_k.to(tl.float16)), key)
+        val = tl.dot(kt.to(tl.float16), tl.trans(w_v.to(tl.float16)), val)
+    key += tl.load(bk + o, mask=live, other=0.0)[None, :]
+    val += tl.load(bv + o, mask=live, other=0.0)[None, :]
+    row = (item * S + tok)[:, None] * C + o[None, :]
+    tl.store(kvp + row, key.to(tl.float16), mask=tm[:, None])
+    tl.store(kvp + row + 128, val.to(tl.float16), mask=tm[:, None])
+
+
+@triton.jit
+def _ph3_kpj_pass(
+    w, live, kvp, a1, pm, pl, pacc, T, S, n_ch, CH,
+    TPK: tl.constexpr, BS: tl.constexpr, NHALF: tl.constexpr, KS: tl.constexpr = 1,
+):  # fmt: skip
+    """Phase 3 on the projected keys (`Config.kproj`): as `_ph3_t2i_pass` with fp16 operands, but the scores are
+    q'_h . K_s,h (a1: the [16] pre-scaled queries, spread into a block-diagonal [RB, 128] operand) and the running
+    sum is acc^T [128, RB] += V^T p^T, of which each row keeps its own head's 16 channels: the partial acc is
+    [M8, 16] a chunk (V holds bv: the weights sum to one, so phase 4 adds no bias)."""
+    M8: tl.constexpr = 8 * TPK
+    RB: tl.constexpr = M8 // NHALF
+    half = w % NHALF
+    ic = w // NHALF
+    item = ic // n_ch
+    ch = ic % n_ch
+    c = tl.arange(0, 128)
+    j = half * RB + tl.arange(0, RB)
+    jv = ((j % TPK) < T) & live
+    blk = (c[None, :] // 16) == (j // TPK)[:, None]  # [RB, 128]: row j's head block
+    a = tl.load(a1 + (item * M8 + j)[:, None] * 16 + (c % 16)[None, :], mask=blk & jv[:, None], other=0.0)
+    m = tl.full([RB], _NEG, tl.float32)
+    l_sum = tl.zeros([RB], tl.float32)
+    acc = tl.zeros([128, RB], tl.float32)
+    s0 = ch * CH
+    s1 = tl.where(live, tl.minimum(s0 + CH, S), s0 + 1)
+    for st in tl.range(s0, s1, BS, num_stages=KS):
+        tok = st + tl.arange(0, BS)
+        tm = (tok < s1) & live
+        off = (item * S + tok)[None, :] * 256 + c[:, None]  # [128, BS] transposed tiles
+        kt = tl.load(kvp + off, mask=tm[None, :], other=0.0, cache_modifier=".cg")
+        vt = tl.load(kvp + off + 128, mask=tm[None, :], other=0.0, cache_modifier=".cg")
+        s = tl.dot(a.to(tl.float16), kt)  # [RB, BS] log2-domain scores
+        s = tl.where(tm[None, :], s, _NEG)
+        m_new = tl.maximum(m, tl.max(s, 1))
+        alpha = tl.exp2(m - m_new)
+        p = tl.exp2(s - (m_new - P16_SHIFT)[:, None])
+        l_sum = l_sum * alpha + tl.sum(p, 1)
+        acc = tl.dot(vt, tl.trans(p.to(tl.float16)), acc * alpha[None, :])
+        m = m_new
+    base = ic * M8 + j
+    tl.store(pm + base, m, mask=jv)
+    tl.store(pl + base, l_sum, mask=jv)
+    tl.store(pacc + base[None, :] * 16 + (c % 16)[:, None], acc, mask=tl.trans(blk) & jv[None, :])
+
+
+@triton.jit
 def _chunk_partials(pm, pl, item, n_ch, chs, lim, jrow, valid, M8: tl.constexpr):
     """Phase 3's partial maxima and sums of chunks chs (those < lim) for rows jrow of the items: the [n, 16]
     offsets and mask, and the loaded (max, sum)."""
@@ -659,14 +744,17 @@ def _ph4_t2i_combine(
     w, live, pm, pl, pacc, wv, bv, wo, y2acc, R, T, n_ch, nsp,
     C: tl.constexpr, TPK: tl.constexpr, ND: tl.constexpr, NCB: tl.constexpr, P3: tl.constexpr,
     RN: tl.constexpr, NC: tl.constexpr, CS: tl.constexpr = 1, SPLIT: tl.constexpr = False, GF: tl.constexpr = 0,
+    KPJ: tl.constexpr = False,
 ):  # fmt: skip
     """Work item (row tile, head, channel slice[, chunk part]). SPLIT: an item's chunk partials are split over
     nsp work items; each scales its part by the global max and sum over all chunks ([32, 16] blocks of the
     partial maxima and sums), so that the parts add up in y2acc like the channel slices do. GF (`p4_gfirst`) 1:
     split items read the global max and sum first and then sum their chunks against it (no running max, no
-    rescaling per step); 2: every item does."""
+    rescaling per step); 2: every item does. KPJ (`Config.kproj`, ND 1): the partials are the head's 16 value
+    channels (`_ph3_kpj_pass`), already through Wv and bv."""
     M8: tl.constexpr = 8 * TPK
-    DS: tl.constexpr = C // ND
+    PW: tl.constexpr = 16 if KPJ else C  # floats per row of a chunk partial
+    DS: tl.constexpr = PW // ND
     if SPLIT:
         sp = w % nsp
         wc = w // nsp
@@ -701,7 +789,7 @@ def _ph4_t2i_combine(
             pm, pl, item, n_ch, cb0 + tl.arange(0, NCB), c_end, jrow, valid, M8
         )
         ac = tl.load(
-            pacc + base[:, :, None] * C + dd[None, None, :],
+            pacc + base[:, :, None] * PW + dd[None, None, :],
             mask=ok[:, :, None],
             other=0.0,
             cache_modifier=".cg",
@@ -718,10 +806,13 @@ def _ph4_t2i_combine(
         pooled = acc * (tl.exp2(m_run - m_all) / tl.where(valid, l_all, 1.0))[:, None]
     else:
         pooled = acc / tl.where(valid, l_run, 1.0)[:, None]  # softmax-weighted mean of raw keys, [16, DS]
-    w_v = tl.load(wv + d[:, None] * C + dd[None, :], mask=live, other=0.0)  # [16, DS]
-    v = _fma_dot(pooled, tl.trans(w_v))  # [16, 16] partial over the channel slice (fp32)
-    if (ds == 0) & (sp == 0):  # (sp is the constant 0 without SPLIT)
-        v += tl.load(bv + d, mask=live, other=0.0)[None, :]
+    if KPJ:
+        v = pooled  # [16, 16]: the head's values, bias included
+    else:
+        w_v = tl.load(wv + d[:, None] * C + dd[None, :], mask=live, other=0.0)  # [16, DS]
+        v = _fma_dot(pooled, tl.trans(w_v))  # [16, 16] partial over the channel slice (fp32)
+        if (ds == 0) & (sp == 0):  # (sp is the constant 0 without SPLIT)
+            v += tl.load(bv + d, mask=live, other=0.0)[None, :]
     for nb in range(0, C, NC):  # output columns in NC-wide pieces
         cn = nb + tl.arange(0, NC)
         w_o = tl.load(wo + cn[:, None] * 128 + d[None, :], mask=live, other=0.0)  # [NC, 16] Wout_t2i[cn, h]
@@ -1020,7 +1111,7 @@ def _ph7_i2t_pass(
 # ----------------------------------------------------------------------------------------- kernel
 
 
-@triton.jit(do_not_specialize=["NI", "T", "S", "R", "IPB", "pe_sa", "n_ch", "CH", "NSP4"])
+@triton.jit(do_not_specialize=["NI", "T", "S", "R", "IPB", "pe_sa", "n_ch", "CH", "NSP4", "P0LO"])
 def _two_way_kernel(
     q_ptr, k_ptr, qp_ptr, kp_ptr,
     sa_wq, sa_bq, sa_wk, sa_bk, sa_wv, sa_bv, sa_wo, sa_bo, ln1w, ln1b,
@@ -1028,8 +1119,8 @@ def _two_way_kernel(
     m_w1, m_b1, m_w2, m_b2, ln3w, ln3b,
     i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, i_bo, ln4w, ln4b,
     out_q, out_k,
-    accs, a1, c1, pm, pl, pacc, a2, c2, vwb, vws, sync, times,
-    NI, T, S, R, IPB, pe_sa, n_ch, CH, NSP4,
+    accs, a1, c1, pm, pl, pacc, a2, c2, vwb, vws, kvp, sync, times,
+    NI, T, S, R, IPB, pe_sa, n_ch, CH, NSP4, P0LO,
     PHASE: tl.constexpr, TPK: tl.constexpr, NHALF: tl.constexpr, BS1: tl.constexpr, BS2: tl.constexpr,
     ND: tl.constexpr, NCB: tl.constexpr, HB: tl.constexpr, KC: tl.constexpr, Q3: tl.constexpr,
     PF_W: tl.constexpr, PF_TOK: tl.constexpr, PF_DIST: tl.constexpr, WARM: tl.constexpr,
@@ -1039,9 +1130,12 @@ def _two_way_kernel(
     KP6: tl.constexpr, P4SPLIT: tl.constexpr, TPK7: tl.constexpr, ACC_T: tl.constexpr = False,
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0, PF_LATE: tl.constexpr = 0,
-    F16_3: tl.constexpr = False, F16_7: tl.constexpr = False,
+    F16_3: tl.constexpr = False, F16_7: tl.constexpr = False, KPJ: tl.constexpr = False, BSP: tl.constexpr = 64,
+    KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, PF0: tl.constexpr = False,
 ):  # fmt: skip
-    """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
+    """KPJ (`Config.kproj`): phase 0 ("PHASE" 10) projects the t2i keys and values of every key token into kvp,
+    on the programs from P0LO on (those without phase-1a, 1 or 2 items; all of them where there are none such)
+    at the start, and phases 2-4 work on them (`_ph3_kpj_pass`). PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
     9: phases 1a and 6a, with KP1 / KP6 > 1; 7: P7PARTS work items per key chunk, tiles of BS2 tokens in a
     cp.async pipeline of S7 stages). PDL: wait for the previous kernel of the stream first (programmatic
@@ -1077,6 +1171,9 @@ def _two_way_kernel(
         tl.maximum(tl.maximum(n1, n2), tl.maximum(n3, n4)),
         tl.maximum(tl.maximum(n5, n_key * P7PARTS), tl.maximum(n1a, n6a)),
     )
+    n0 = NI * tl.cdiv(S, BSP)  # phase-0 work items (KPJ)
+    if KPJ:
+        NMAX = tl.maximum(NMAX, n0)
     if INSTR:
         _stamp(times, 0, pid)
 
@@ -1144,6 +1241,22 @@ def _two_way_kernel(
                     C, TPK7, BS2, PF_DIST, RN, V3, RK, 1, 1, F16_7,
                 )  # fmt: skip
 
+    if KPJ:
+        # phase 0: the t2i keys and values, on the programs that the query chain leaves idle
+        if PERSIST or PHASE == 10:
+            lo = tl.where(G > P0LO, P0LO, 0)
+            if pid >= lo:
+                if PF0:  # the program's key tokens and its share of Wk and Wv into L2 first, all at once
+                    _prefetch_share(t_wk, 32768, pid - lo, G - lo, 32)
+                    _prefetch_share(t_wv, 32768, pid - lo, G - lo, 32)
+                    for w in range(pid - lo, n0, G - lo):
+                        n_t = tl.cdiv(S, BSP)
+                        _prefetch_tokens(k_ptr, kp_ptr, w // n_t, S, (w % n_t) * BSP, 0, S, BSP, C)
+                for w in range(pid - lo, n0, G - lo):
+                    t0 = _item_start(INSTR)
+                    _ph0_key_proj(w, True, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0)
+                    _item_done(sync, 9, times, G, NMAX, 10, w, t0, PERSIST, INSTR)
+
     if KP1 > 1:
         if PERSIST or PHASE == 8:  # phase 1a: q, k, v split by contraction columns
             for w in range(pid, n1a, G):
@@ -1182,12 +1295,12 @@ def _two_way_kernel(
                     pe2, w_q2, w_k2 = _ph2_operands(w, True, qp_ptr, t_wq, t_wk, R, C, CP)
                 _ph2_loaded(
                     w, True, y1acc, pe2, w_q2, w_k2, ln1w, ln1b, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
-                    C, TPK, P3_2, RN, CP,
+                    C, TPK, P3_2, RN, CP, KPJ,
                 )  # fmt: skip
             else:
                 _ph2_ln1_t2i_fold(
                     w, True, y1acc, qp_ptr, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
-                    C, TPK, KC, P3_2, RN, NC26, QS, CP,
+                    C, TPK, KC, P3_2, RN, NC26, QS, CP, KPJ,
                 )  # fmt: skip
             _item_done(sync, 1, times, G, NMAX, 2, w, t0, PERSIST, INSTR)
     if PERSIST and PF_LATE == 3:  # PF_LATE 3: the MLP and i2t weights after the program's phase-2 items
@@ -1197,14 +1310,19 @@ def _two_way_kernel(
         )  # fmt: skip
     if PERSIST:
         _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
+        if KPJ:
+            _phase_barrier(sync, 9, n0, times, pid, MAXSPIN, SPIN_NS, False)
 
     if PERSIST or PHASE == 3:
         for w in range(pid, n3, G):
             t0 = _item_start(INSTR)
-            _ph3_t2i_pass(
-                w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
-                C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T, F16_3,
-            )  # fmt: skip
+            if KPJ:
+                _ph3_kpj_pass(w, True, kvp, a1, pm, pl, pacc, T, S, n_ch, CH, TPK, BS1, NHALF, KS1)
+            else:
+                _ph3_t2i_pass(
+                    w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
+                    C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T, F16_3,
+                )  # fmt: skip
             _item_done(sync, 2, times, G, NMAX, 3, w, t0, PERSIST, INSTR)
     if PERSIST:
         _phase_barrier(sync, 2, n3, times, pid, MAXSPIN, SPIN_NS, INSTR)
@@ -1214,7 +1332,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph4_t2i_combine(
                 w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
-                C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF,
+                C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF, KPJ,
             )  # fmt: skip
             _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
     if PRE5 and (PERSIST or PHASE == 5):  # the first phase-5 item's weights, in flight during the barrier
@@ -1277,7 +1395,7 @@ def _two_way_kernel(
         tl.debug_barrier()
         done = tl.atomic_add(sync + 7, 1, sem="acq_rel", scope="gpu")
         if done == G - 1:
-            for k in tl.static_range(9):
+            for k in tl.static_range(10):
                 tl.atomic_xchg(sync + k, 0, sem="relaxed", scope="gpu")
         if INSTR:
             _stamp(times, 7, pid)
@@ -1914,6 +2032,19 @@ class Config:
     # (parts, warps, register cap, tile tokens, stages) of that launch: 8 warps (sm_90a, local Triton 3.6: 250
     # registers and no stack at TPK7 8, where 4 warps spill 672 B)
     p7_launch_short: tuple = (1, 8, 0, 32, 1)
+    # phase 0: the t2i keys and values of every key token projected first (K = Wk (k + k_pe) + bk, V = Wv k + bv:
+    # fp16 operands, fp32 accumulation, stored as fp16) by the programs that phases 1a, 1 and 2 leave idle, where
+    # the call has at most this many key tokens (B * P * S; 0: never) and such programs exist. Phase 3 then reads
+    # 0.5 KB a token instead of 2 KB and phase 4 combines [16]-wide partials instead of [256]-wide ones
+    # (`_ph3_kpj_pass`; NOTES.md, session 49)
+    kproj: int = 0
+    kproj_bs: int = 64  # phase 0's key tokens per work item
+    kproj_ncb: int = 8  # phase 4's chunk partials per step with kproj (ncb otherwise)
+    kproj_items: int = 4  # ... only where the idle programs have at most this many phase-0 items each
+    kproj_kc: int = 64  # phase 0's contraction piece
+    kproj_stages: int = 1  # ... and its cp.async pipeline depth over the pieces
+    # phase 0 prefetches its programs' key tokens and shares of Wk and Wv into L2 first (GPU only)
+    kproj_pf: bool = False
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
     # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
     # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
@@ -2020,6 +2151,9 @@ class Plan:
     P7BS: int = 0  # ... key tiles of this many tokens
     P7STAGES: int = 0  # ... in a cp.async pipeline of this many stages (1: plain loads)
     P7F16: bool = False  # ... with fp16 operands (Config.p7_tl_fp16)
+    KPJ: bool = False  # phase 0 projects the t2i keys and values (Config.kproj)
+    BSP: int = 64  # ... in tiles of this many key tokens
+    P0LO: int = 0  # ... on the programs from this one on (persistent; those without phase-1a, 1 or 2 items)
 
     @property
     def work(self) -> dict[int, int]:
@@ -2037,6 +2171,8 @@ class Plan:
             work[8] = 8 * self.NG * self.KP1
         if self.KP6 > 1:
             work[9] = 8 * self.NRT * self.KP6
+        if self.KPJ:
+            work[10] = self.NI * -(-self.S // self.BSP)
         return work
 
     @property
@@ -2052,18 +2188,19 @@ class Plan:
 
     @property
     def phases(self) -> list[int]:
-        """The phases in execution order (phase 1a, "8", first; phase 6a, "9", before 6)."""
+        """The phases in execution order (phase 0, "10", first; phase 1a, "8", next; phase 6a, "9", before 6)."""
         return [
-            *([8] if self.KP1 > 1 else []), 1, 2, 3, 4, 5, *([9] if self.KP6 > 1 else []), 6, 7
+            *([10] if self.KPJ else []), *([8] if self.KP1 > 1 else []), 1, 2, 3, 4, 5,
+            *([9] if self.KP6 > 1 else []), 6, 7,
         ]  # fmt: skip
 
 
 def instr_size(plan: Plan) -> int:
     """int64 slots of the `instr` buffer: [0, 16) program 0's (clock64, globaltimer) at each phase start and
     at its exit; [16, 16 + 6 G) every program's globaltimer when it passed barrier k (k * G + pid); then
-    per phase ph = 1..9 (8, 9: phases 1a, 6a) and work item w the item's (start, end) globaltimer at
+    per phase ph = 1..10 (8, 9, 10: phases 1a, 6a, 0) and work item w the item's (start, end) globaltimer at
     2 ((ph - 1) NMAX + w), NMAX = the most work items of any phase."""
-    return 16 + 6 * plan.grid + 18 * max(plan.work.values())
+    return 16 + 6 * plan.grid + 20 * max(plan.work.values())
 
 
 def _fit_once(parts: int, units: int, programs: int) -> int:
@@ -2174,6 +2311,21 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         )
     if cfg.pre5 not in (0, 16, 32, 64):
         raise ValueError(f"pre5: expected 0 (never) or an MLP block width 16 / 32 / 64, got {cfg.pre5}")
+    if (
+        cfg.kproj < 0
+        or cfg.kproj_bs not in (16, 32, 64, 128)
+        or cfg.kproj_ncb not in (1, 2, 4, 8, 16, 32)
+        or cfg.kproj_items < 1
+        or cfg.kproj_kc not in (16, 32, 64, 128)
+        or not 1 <= cfg.kproj_stages <= 4
+    ):
+        raise ValueError(
+            f"kproj, kproj_bs, kproj_ncb, kproj_items, kproj_kc, kproj_stages: expected >= 0 key tokens (0: never), "
+            f"16 / 32 / 64 / 128 tokens, a power of two 1..32, >= 1, 16 / 32 / 64 / 128 channels, 1..4 stages; got "
+            f"{cfg.kproj}, {cfg.kproj_bs}, {cfg.kproj_ncb}, {cfg.kproj_items}, {cfg.kproj_kc}, {cfg.kproj_stages}"
+        )
+    if cfg.kproj and not cfg.p3_fp16:
+        raise ValueError("kproj: needs p3_fp16 (the queries stored as fp16 for phase 3's fp16 products)")
     if cfg.tpk4_chunk < 0:
         raise ValueError(f"tpk4_chunk: expected 0 (never) or a chunk length, got {cfg.tpk4_chunk}")
     NHALF = max(1, TPK // 8)  # 64-row halves of the 8 * TPK rows (one 32-row block with TPK 4)
@@ -2190,18 +2342,25 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     n_ch = -(-S // ch)
     if T <= 4 and ch <= cfg.tpk4_chunk:  # short chunks: phase 3 on 32 rows (NHALF stays 1)
         TPK = 4
-    NCB = max(1, min(cfg.ncb, _next_pow2(n_ch)))
+    # phase 0 (kproj): where the call is small enough and programs are left over by phases 1a, 1 and 2
+    kp1_ = _fit_once(cfg.ksplit1, 8 * NG, programs) if cfg.ksplit_fit else cfg.ksplit1
+    cp_ = _fit_once(cfg.csplit, 8 * NRT, programs) if cfg.csplit_fit else cfg.csplit
+    cp1_ = _fit_once(cfg.csplit1, 8 * NG, programs) if cfg.csplit_fit else cfg.csplit1
+    busy = max(8 * NG * (kp1_ if kp1_ > 1 else 0), 8 * NG * cp1_, 8 * NRT * cp_)
+    n0 = NI * -(-S // cfg.kproj_bs)
+    kpj = 0 < NI * S <= cfg.kproj and (
+        cfg.mode != "persistent" or (programs > busy and n0 <= cfg.kproj_items * (programs - busy))
+    )
+    NCB = max(1, min(cfg.kproj_ncb if kpj else cfg.ncb, _next_pow2(n_ch)))
     nsp4 = 1 if cfg.p4_chunks == 0 or n_ch <= cfg.p4_chunks else min(-(-n_ch // cfg.p4_chunks), 16)
-    nd = cfg.nd
+    nd = 1 if kpj else cfg.nd  # (kproj: [16]-wide partials, one slice)
     if cfg.nd_fit:  # phase 4 in one wave: fewer channel slices, then fewer chunk parts
         while nd > 1 and NRT * 8 * nd * nsp4 > programs:
             nd //= 2
         while nsp4 > 1 and NRT * 8 * nd * nsp4 > programs:
             nsp4 -= 1
     # phases 2 and 6 (8 heads x NRT row tiles), 1 and 1a (8 heads x NG groups), 6a (8 x NRT) in one wave
-    cp = _fit_once(cfg.csplit, 8 * NRT, programs) if cfg.csplit_fit else cfg.csplit
-    cp1 = _fit_once(cfg.csplit1, 8 * NG, programs) if cfg.csplit_fit else cfg.csplit1
-    kp1 = _fit_once(cfg.ksplit1, 8 * NG, programs) if cfg.ksplit_fit else cfg.ksplit1
+    cp, cp1, kp1 = cp_, cp1_, kp1_
     kp6 = _fit_once(cfg.ksplit6, 8 * NRT, programs) if cfg.ksplit_fit else cfg.ksplit6
     hb = cfg.hb
     if cfg.hb_fit:  # phase 5 in one wave: wider MLP blocks
@@ -2220,7 +2379,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             p7, f16_7 = cfg.p7_launch_short, True
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cp, cp1, grid,
-        kp1, kp6, nsp4, TPK7, *p7, f16_7,
+        kp1, kp6, nsp4, TPK7, *p7, f16_7, kpj, cfg.kproj_bs, busy if cfg.mode == "persistent" else 0,
     )  # fmt: skip
 
 
@@ -2368,6 +2527,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         NI * M8_7,  # c2
         NI * C * M8_7,  # vwb (VW^T, TF32 part)
         NI * C * M8_7,  # vws (the rest)
+        NI * S * C // 2 if plan.KPJ else 64,  # kvp (phase 0: K | V, fp16)
     ]
     # one allocation (torch.empty runs no kernel), slices aligned to 256 B
     aligned = [-(-n // 64) * 64 for n in sizes]
@@ -2378,6 +2538,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         at += a
     if cfg.p3_fp16:  # A1 as fp16 (phase 2 stores it so, phase 3 reads it so), in the first half of its slice
         views[0] = views[0].view(torch.float16)[: sizes[0]]
+    views[9] = views[9].view(torch.float16)
     accs = _acc_buffer(device, plan.acc_floats)
     sync = (
         _sync_buffer(device)
@@ -2386,7 +2547,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     )
     instr = bool(cfg.instr and gpu and cfg.mode == "persistent")
     times = torch.zeros(instr_size(plan), dtype=torch.int64, device=device) if instr else sync
-    scalars = [NI, T, S, plan.R, plan.IPB, 0.0 if skip_pe else 1.0, plan.n_ch, plan.CH, plan.NSP4]
+    scalars = [NI, T, S, plan.R, plan.IPB, 0.0 if skip_pe else 1.0, plan.n_ch, plan.CH, plan.NSP4, plan.P0LO]
     meta = dict(
         TPK=plan.TPK,
         NHALF=plan.NHALF,
@@ -2426,6 +2587,11 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         PRE2=cfg.pre2,
         P4GF=cfg.p4_gfirst,
         PF_LATE=cfg.prefetch_late,
+        KPJ=plan.KPJ,
+        BSP=plan.BSP,
+        KC0=cfg.kproj_kc,
+        ST0=cfg.kproj_stages,
+        PF0=bool(cfg.kproj_pf and gpu),  # inline PTX: never in the interpreter
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
