@@ -528,8 +528,8 @@ def test_phase0_key_projection(task, case):
 
 def test_kproj_rule(task):
     """Phase 0 runs where the call has at most `kproj` key tokens and the programs that phases 1a, 1 and 2 leave
-    idle (from P0LO on) take at most `kproj_items` of its items each; off by default."""
-    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, kproj=16384, kproj_items=2)
+    idle (from P0LO on) take at most `kproj_items` of its items each; kproj 0 turns it off."""
+    cfg = kernel.DEFAULT_CONFIG
     kinds = set()
     for w in task.workloads:
         NI, T, S = _items(w)
@@ -541,12 +541,12 @@ def test_kproj_rule(task):
             assert plan.P0LO == busy and plan.work[10] == n0 and plan.ND == 1
         else:
             assert 10 not in plan.work and 10 not in plan.phases
-        assert not kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, 132).KPJ
+        assert not kernel.make_plan(NI, T, S, dataclasses.replace(cfg, kproj=0), 132).KPJ
         kinds.add((plan.KPJ, NI * S <= cfg.kproj))
     # phase 0 on, off for too many items per idle program, off for too many key tokens
     assert kinds == {(True, True), (False, True), (False, False)}
-    with pytest.raises(ValueError, match="kproj"):
-        kernel.make_plan(1, 4, 4096, dataclasses.replace(cfg, p3_fp16=False), 132)
+    tf32 = dataclasses.replace(cfg, p3_fp16=False)  # phase 3's TF32 products: no phase 0
+    assert not kernel.make_plan(1, 4, 4096, tf32, 132).KPJ
 
 
 def test_default_precision_long_prompt(task):
@@ -844,13 +844,14 @@ def test_phases_4_and_5_fit_one_wave():
         plan = kernel.make_plan(NI, T, S, cfg, 132)
         assert plan.work[4] <= 132 or (plan.ND == 1 and plan.NSP4 == 1)
         assert plan.NSP4 == 1 or plan.n_ch > cfg.p4_chunks
-        if plan.ND < cfg.nd:  # halved only because the next size up would not fit
+        if plan.ND < cfg.nd and not plan.KPJ:  # halved only because the next size up would not fit (kproj: 1)
             assert plan.NRT * 8 * (2 * plan.ND) * plan.NSP4 > 132
         # hb_fit (on by default): phase 5's MLP blocks doubled once when they exceed the programs
         assert cfg.hb_fit and plan.HB in (cfg.hb, 2 * cfg.hb)
         assert (plan.HB > cfg.hb) == (plan.NRT * (2048 // cfg.hb) > 132)
-    one = kernel.make_plan(1, 4, 4096, cfg, 132)
+    one = kernel.make_plan(1, 4, 4096, dataclasses.replace(cfg, kproj=0), 132)
     assert one.n_ch == 128 and one.NSP4 == 4 and one.ND == 4
+    assert kernel.make_plan(1, 4, 4096, cfg, 132).ND == 1  # phase 0's [16]-wide partials: one slice
     three = kernel.make_plan(8, 5, 1024, cfg, 132)
     assert three.HB == 2 * cfg.hb and three.work[5] <= 132  # 3 row tiles: 192 blocks of 32 do not fit
     off = kernel.make_plan(8, 5, 1024, dataclasses.replace(cfg, p4_chunks=0, nd_fit=False, hb_fit=False), 132)
@@ -877,7 +878,7 @@ def test_plan_programs_decouple_the_plan_from_the_launch():
 def test_contraction_splits_add_phases_1a_and_6a():
     """ksplit1 / ksplit6 add phase 1a ("8") before phase 1 and phase 6a ("9") before phase 6, with that many
     work items per (group or row tile, head); 1 removes them."""
-    none = dataclasses.replace(kernel.DEFAULT_CONFIG, ksplit1=1, ksplit6=1)
+    none = dataclasses.replace(kernel.DEFAULT_CONFIG, ksplit1=1, ksplit6=1, kproj=0)  # (no phase 0 either)
     plan = kernel.make_plan(4, 5, 1024, none, 132)
     assert plan.phases == [1, 2, 3, 4, 5, 6, 7] and set(plan.work) == set(plan.phases)
     for k1, k6 in ((2, 1), (1, 8), (4, 4)):

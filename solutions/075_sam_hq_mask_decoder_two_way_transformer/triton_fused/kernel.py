@@ -2034,15 +2034,20 @@ class Config:
     p7_launch_short: tuple = (1, 8, 0, 32, 1)
     # phase 0: the t2i keys and values of every key token projected first (K = Wk (k + k_pe) + bk, V = Wv k + bv:
     # fp16 operands, fp32 accumulation, stored as fp16) by the programs that phases 1a, 1 and 2 leave idle, where
-    # the call has at most this many key tokens (B * P * S; 0: never) and such programs exist. Phase 3 then reads
-    # 0.5 KB a token instead of 2 KB and phase 4 combines [16]-wide partials instead of [256]-wide ones
-    # (`_ph3_kpj_pass`; NOTES.md, session 49)
-    kproj: int = 0
+    # the call has at most this many key tokens (B * P * S; 0: never) and those programs take at most
+    # `kproj_items` items each. Phase 3 then reads 0.5 KB a token instead of 2 KB and phase 4 combines [16]-wide
+    # partials instead of [256]-wide ones (`_ph3_kpj_pass`). Only with p3_fp16 (fp16 products there). H100 (session 49, official A/B, two runs each): #8
+    # 70.5 -> 59.1 us, #13 70.4 -> 59.8, #14 61.3 -> 53.8, #10 62.8 -> 55.5, #2 80.0 -> 78.0, #3 71.5 -> 71.0; the
+    # other workloads do not take it (NOTES.md, "Session 49")
+    kproj: int = 16384
     kproj_bs: int = 64  # phase 0's key tokens per work item
     kproj_ncb: int = 8  # phase 4's chunk partials per step with kproj (ncb otherwise)
-    kproj_items: int = 4  # ... only where the idle programs have at most this many phase-0 items each
-    kproj_kc: int = 64  # phase 0's contraction piece
-    kproj_stages: int = 1  # ... and its cp.async pipeline depth over the pieces
+    # at most this many items per idle program (4: #2 and #3 4-8 us slower, #1 28 us: phase 0 is then the chain)
+    kproj_items: int = 2
+    # phase 0's contraction piece and cp.async pipeline depth over the pieces: 32 and 4 (H100, tune.py: #8 61.4 ->
+    # 59.7 us, #2 84.4 -> 77.5 against 64 and 1; a 64-token item took 14-16 us there, four dependent trips)
+    kproj_kc: int = 32
+    kproj_stages: int = 4
     # phase 0 prefetches its programs' key tokens and shares of Wk and Wv into L2 first (GPU only)
     kproj_pf: bool = False
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
@@ -2324,8 +2329,6 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             f"16 / 32 / 64 / 128 tokens, a power of two 1..32, >= 1, 16 / 32 / 64 / 128 channels, 1..4 stages; got "
             f"{cfg.kproj}, {cfg.kproj_bs}, {cfg.kproj_ncb}, {cfg.kproj_items}, {cfg.kproj_kc}, {cfg.kproj_stages}"
         )
-    if cfg.kproj and not cfg.p3_fp16:
-        raise ValueError("kproj: needs p3_fp16 (the queries stored as fp16 for phase 3's fp16 products)")
     if cfg.tpk4_chunk < 0:
         raise ValueError(f"tpk4_chunk: expected 0 (never) or a chunk length, got {cfg.tpk4_chunk}")
     NHALF = max(1, TPK // 8)  # 64-row halves of the 8 * TPK rows (one 32-row block with TPK 4)
@@ -2348,8 +2351,10 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     cp1_ = _fit_once(cfg.csplit1, 8 * NG, programs) if cfg.csplit_fit else cfg.csplit1
     busy = max(8 * NG * (kp1_ if kp1_ > 1 else 0), 8 * NG * cp1_, 8 * NRT * cp_)
     n0 = NI * -(-S // cfg.kproj_bs)
-    kpj = 0 < NI * S <= cfg.kproj and (
-        cfg.mode != "persistent" or (programs > busy and n0 <= cfg.kproj_items * (programs - busy))
+    kpj = (
+        cfg.p3_fp16
+        and 0 < NI * S <= cfg.kproj
+        and (cfg.mode != "persistent" or (programs > busy and n0 <= cfg.kproj_items * (programs - busy)))
     )
     NCB = max(1, min(cfg.kproj_ncb if kpj else cfg.ncb, _next_pow2(n_ch)))
     nsp4 = 1 if cfg.p4_chunks == 0 or n_ch <= cfg.p4_chunks else min(-(-n_ch // cfg.p4_chunks), 16)
