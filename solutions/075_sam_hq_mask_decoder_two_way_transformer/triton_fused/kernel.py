@@ -1131,15 +1131,15 @@ def _two_way_kernel(
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0, PF_LATE: tl.constexpr = 0,
     F16_3: tl.constexpr = False, F16_7: tl.constexpr = False, KPJ: tl.constexpr = False, BSP: tl.constexpr = 64,
-    KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, PF0: tl.constexpr = False,
+    KC0: tl.constexpr = 64, ST0: tl.constexpr = 1,
 ):  # fmt: skip
-    """KPJ (`Config.kproj`): phase 0 ("PHASE" 10) projects the t2i keys and values of every key token into kvp,
-    on the programs from P0LO on (those without phase-1a, 1 or 2 items; all of them where there are none such)
-    at the start, and phases 2-4 work on them (`_ph3_kpj_pass`). PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
+    """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
     9: phases 1a and 6a, with KP1 / KP6 > 1; 7: P7PARTS work items per key chunk, tiles of BS2 tokens in a
     cp.async pipeline of S7 stages). PDL: wait for the previous kernel of the stream first (programmatic
-    dependent launch)."""
+    dependent launch). KPJ (`Config.kproj`): phase 0 ("PHASE" 10) projects the t2i keys and values of every key
+    token into kvp at the start, on the programs from P0LO on (those without phase-1a, 1 or 2 items; on all of them
+    where no program is such), and phases 2-4 work on them (`_ph3_kpj_pass`)."""
     if PDL:
         tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
@@ -1246,12 +1246,6 @@ def _two_way_kernel(
         if PERSIST or PHASE == 10:
             lo = tl.where(G > P0LO, P0LO, 0)
             if pid >= lo:
-                if PF0:  # the program's key tokens and its share of Wk and Wv into L2 first, all at once
-                    _prefetch_share(t_wk, 32768, pid - lo, G - lo, 32)
-                    _prefetch_share(t_wv, 32768, pid - lo, G - lo, 32)
-                    for w in range(pid - lo, n0, G - lo):
-                        n_t = tl.cdiv(S, BSP)
-                        _prefetch_tokens(k_ptr, kp_ptr, w // n_t, S, (w % n_t) * BSP, 0, S, BSP, C)
                 for w in range(pid - lo, n0, G - lo):
                     t0 = _item_start(INSTR)
                     _ph0_key_proj(w, True, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0)
@@ -2036,9 +2030,11 @@ class Config:
     # fp16 operands, fp32 accumulation, stored as fp16) by the programs that phases 1a, 1 and 2 leave idle, where
     # the call has at most this many key tokens (B * P * S; 0: never) and those programs take at most
     # `kproj_items` items each. Phase 3 then reads 0.5 KB a token instead of 2 KB and phase 4 combines [16]-wide
-    # partials instead of [256]-wide ones (`_ph3_kpj_pass`). Only with p3_fp16 (fp16 products there). H100 (session 49, official A/B, two runs each): #8
-    # 70.5 -> 59.1 us, #13 70.4 -> 59.8, #14 61.3 -> 53.8, #10 62.8 -> 55.5, #2 80.0 -> 78.0, #3 71.5 -> 71.0; the
-    # other workloads do not take it (NOTES.md, "Session 49")
+    # partials instead of [256]-wide ones (`_ph3_kpj_pass`). Only with p3_fp16 (fp16 products there). H100
+    # (session 49, official A/B, two runs each): #8 70.5 -> 59.1 us, #13 70.4 -> 59.8, #14 61.3 -> 53.8, #10 62.8 ->
+    # 55.5, #2 80.0 -> 78.0, #3 71.5 -> 71.0; the other workloads do not take it (NOTES.md, "Session 49"). Measured
+    # and removed: an L2 prefetch of each program's phase-0 tokens and weight share first (1 us slower; code at
+    # bcfdccf)
     kproj: int = 16384
     kproj_bs: int = 64  # phase 0's key tokens per work item
     kproj_ncb: int = 8  # phase 4's chunk partials per step with kproj (ncb otherwise)
@@ -2048,8 +2044,6 @@ class Config:
     # 59.7 us, #2 84.4 -> 77.5 against 64 and 1; a 64-token item took 14-16 us there, four dependent trips)
     kproj_kc: int = 32
     kproj_stages: int = 4
-    # phase 0 prefetches its programs' key tokens and shares of Wk and Wv into L2 first (GPU only)
-    kproj_pf: bool = False
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
     # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
     # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
@@ -2596,7 +2590,6 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         BSP=plan.BSP,
         KC0=cfg.kproj_kc,
         ST0=cfg.kproj_stages,
-        PF0=bool(cfg.kproj_pf and gpu),  # inline PTX: never in the interpreter
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

@@ -77,6 +77,7 @@ S3 = dataclasses.replace(
 )
 S4 = dataclasses.replace(S3, qstages=4, stages1=3, ncb=2, cstages=4, nd=8)
 S5 = dataclasses.replace(S4, reload_k=2, prefetch_dist=0)
+K49 = dataclasses.replace(BASE, kproj_items=4, kproj_kc=64, kproj_stages=1)  # session 49's round 1
 VARIANTS: dict[str, Config] = {
     "base": BASE,
     # 3xTF32 i2t values (+64 KB shared memory; the tl phase 7 then in TF32: fp16 needs v_terms 2)
@@ -398,20 +399,18 @@ VARIANTS: dict[str, Config] = {
     "p7s48": dataclasses.replace(BASE, p7_tl_fp16_short=(4, 8)),
     "p7s8w4": dataclasses.replace(BASE, p7_launch_short=(1, 4, 0, 32, 1)),
     # session 49: phase 0 projects the t2i keys and values (fp16) on the programs that phases 1a, 1 and 2 leave
-    # idle, where the call has at most 16384 key tokens and the idle programs take at most kproj_items items each
-    # (kpj: 64-token items, 4 each; kpj128: 128-token items; kpj2: 2 items each; kpjn4: phase 4's steps of 4)
-    "kpj": dataclasses.replace(BASE, kproj=16384),
-    "kpj128": dataclasses.replace(BASE, kproj=16384, kproj_bs=128),
-    "kpj2": dataclasses.replace(BASE, kproj=16384, kproj_items=2),
-    "kpjn4": dataclasses.replace(BASE, kproj=16384, kproj_ncb=4),
-    # H100 (session 49): kpj2 62.0 -> 57.7 us at #14, 71.3 -> 62.5 at #8, 62.5 -> 55.6 at #10, 70.6 -> 63.3 at #13,
-    # but 80.5 -> 84.6 at #2 and 72.1 -> 79.2 at #3 (two items a program); kpj and kpj128 slower. A phase-0 item
-    # took 15-16 us (4 dependent round trips of k, k_pe and the weights): kpj2 with its data prefetched into L2 at
-    # the start (pf), with 2 pipeline stages (s2), with 32-channel pieces in 4 stages (k32s4)
-    "kpj2pf": dataclasses.replace(BASE, kproj=16384, kproj_items=2, kproj_pf=True),
-    "kpj2s2": dataclasses.replace(BASE, kproj=16384, kproj_items=2, kproj_stages=2),
-    "kpj2k32s4": dataclasses.replace(BASE, kproj=16384, kproj_items=2, kproj_kc=32, kproj_stages=4),
-    "kpj2pfs2": dataclasses.replace(BASE, kproj=16384, kproj_items=2, kproj_pf=True, kproj_stages=2),
+    # idle (Config.kproj, on since; kp0: off, as before). Round 1 (K49: 64-token items, 64-channel pieces without a
+    # pipeline): up to 4 items per idle program (kpj), 128-token items (kpj128), up to 2 (kpj2). H100: kpj2 62.0 ->
+    # 57.7 us at #14, 71.3 -> 62.5 at #8, 62.5 -> 55.6 at #10, 70.6 -> 63.3 at #13, but 80.5 -> 84.6 at #2 and
+    # 72.1 -> 79.2 at #3 (two items a program); kpj and kpj128 slower. Round 2: kpj2 with a 2-stage pipeline
+    # (kpj2s2) and with 32-channel pieces in 4 stages (kpj2k32s4: the default since, #2 77.5 us, #8 59.7); an L2
+    # prefetch of the items' tokens and weight shares first was 1 us slower (removed; NOTES.md, "Session 49")
+    "kp0": dataclasses.replace(BASE, kproj=0),
+    "kpj": K49,
+    "kpj128": dataclasses.replace(K49, kproj_bs=128),
+    "kpj2": dataclasses.replace(K49, kproj_items=2),
+    "kpj2s2": dataclasses.replace(K49, kproj_items=2, kproj_stages=2),
+    "kpj2k32s4": dataclasses.replace(K49, kproj_items=2, kproj_kc=32, kproj_stages=4),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
