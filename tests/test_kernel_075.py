@@ -497,7 +497,7 @@ def test_phase7_tl_fp16_below_threshold(task):
 KPROJ_ODD = dict(mode="multi", grid=132, hb=512, kproj_bs=32, kproj_kc=32, kproj_stages=2)
 KPROJ_CASES = {
     # id: (B, P, T, S, Config overrides): phase 0 (kproj) planned for 132 programs; persistent with one program
-    # (it is not idle in the plan, so it runs phase 0 itself first); chunks of several 64-token tiles; the multi
+    # (it is not idle in the plan, so it runs phase 0 itself first); chunks of several 16-token tiles; the multi
     # launches with T <= 4 and T > 8 (two 64-row halves); 32-token phase-0 items over an odd S in a 2-stage pipeline
     # of 32-channel pieces
     "persistent": (1, 2, 5, 70, dict(grid=1, plan_programs=132, hb=512)),
