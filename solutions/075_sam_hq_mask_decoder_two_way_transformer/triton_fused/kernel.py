@@ -472,9 +472,10 @@ def _ph2_ln1_t2i_fold(
 
 
 @triton.jit
-def _ph2_operands(w, live, qp_ptr, wq, wk, R, C: tl.constexpr, CP: tl.constexpr):
+def _ph2_operands(w, live, qp_ptr, wq, wk, R, C: tl.constexpr, CP: tl.constexpr, KPJ: tl.constexpr = False):
     """What phase-2 work item w reads that phase 1 does not write: the query PE of its rows [16, C], head h's
-    Wq rows [16, C] and its Wk columns [16, C / CP]. Loaded before the phase's barrier (`PRE2`)."""
+    Wq rows [16, C] and its Wk columns [16, C / CP] (KPJ: no A1 to fold, so no Wk columns). Loaded before the
+    phase's barrier (`PRE2`)."""
     NCS: tl.constexpr = C // CP
     hw = w // CP
     d = (hw % 8) * 16 + tl.arange(0, 16)
@@ -484,7 +485,10 @@ def _ph2_operands(w, live, qp_ptr, wq, wk, R, C: tl.constexpr, CP: tl.constexpr)
     pe = tl.load(qp_ptr + r[:, None] * C + c[None, :], mask=ok & (r < R)[:, None], other=0.0)
     w_q = tl.load(wq + d[:, None] * C + c[None, :], mask=ok, other=0.0)
     cn = (w % CP) * NCS + tl.arange(0, NCS)
-    w_k = tl.load(wk + d[:, None] * C + cn[None, :], mask=(cn[None, :] < C) & live, other=0.0)
+    if KPJ:
+        w_k = tl.zeros([16, NCS], tl.float32)  # (unused by `_ph2_fold`)
+    else:
+        w_k = tl.load(wk + d[:, None] * C + cn[None, :], mask=(cn[None, :] < C) & live, other=0.0)
     return pe, w_q, w_k
 
 
@@ -1277,7 +1281,7 @@ def _two_way_kernel(
             n_ch, CH, S, PF_W, PF_TOK, C, 3 if PF_LATE == 3 else 7,
         )  # fmt: skip
     if PRE2 and (PERSIST or PHASE == 2):  # the first phase-2 item's PE rows and weights, during the barrier
-        pe2, w_q2, w_k2 = _ph2_operands(pid, _first_live(pid, n2), qp_ptr, t_wq, t_wk, R, C, CP)
+        pe2, w_q2, w_k2 = _ph2_operands(pid, _first_live(pid, n2), qp_ptr, t_wq, t_wk, R, C, CP, KPJ)
     if PERSIST:
         _phase_barrier(sync, 0, n1, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
@@ -1286,7 +1290,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             if PRE2:
                 if w != pid:
-                    pe2, w_q2, w_k2 = _ph2_operands(w, True, qp_ptr, t_wq, t_wk, R, C, CP)
+                    pe2, w_q2, w_k2 = _ph2_operands(w, True, qp_ptr, t_wq, t_wk, R, C, CP, KPJ)
                 _ph2_loaded(
                     w, True, y1acc, pe2, w_q2, w_k2, ln1w, ln1b, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
                     C, TPK, P3_2, RN, CP, KPJ,
@@ -2339,11 +2343,13 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     n_ch = -(-S // ch)
     if T <= 4 and ch <= cfg.tpk4_chunk:  # short chunks: phase 3 on 32 rows (NHALF stays 1)
         TPK = 4
+    # phases 2 and 6 (8 heads x NRT row tiles), 1 and 1a (8 heads x NG groups), 6a (8 x NRT) in one wave
+    cp = _fit_once(cfg.csplit, 8 * NRT, programs) if cfg.csplit_fit else cfg.csplit
+    cp1 = _fit_once(cfg.csplit1, 8 * NG, programs) if cfg.csplit_fit else cfg.csplit1
+    kp1 = _fit_once(cfg.ksplit1, 8 * NG, programs) if cfg.ksplit_fit else cfg.ksplit1
+    kp6 = _fit_once(cfg.ksplit6, 8 * NRT, programs) if cfg.ksplit_fit else cfg.ksplit6
     # phase 0 (kproj): where the call is small enough and programs are left over by phases 1a, 1 and 2
-    kp1_ = _fit_once(cfg.ksplit1, 8 * NG, programs) if cfg.ksplit_fit else cfg.ksplit1
-    cp_ = _fit_once(cfg.csplit, 8 * NRT, programs) if cfg.csplit_fit else cfg.csplit
-    cp1_ = _fit_once(cfg.csplit1, 8 * NG, programs) if cfg.csplit_fit else cfg.csplit1
-    busy = max(8 * NG * (kp1_ if kp1_ > 1 else 0), 8 * NG * cp1_, 8 * NRT * cp_)
+    busy = max(8 * NG * (kp1 if kp1 > 1 else 0), 8 * NG * cp1, 8 * NRT * cp)
     n0 = NI * -(-S // cfg.kproj_bs)
     kpj = (
         cfg.p3_fp16
@@ -2358,9 +2364,6 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             nd //= 2
         while nsp4 > 1 and NRT * 8 * nd * nsp4 > programs:
             nsp4 -= 1
-    # phases 2 and 6 (8 heads x NRT row tiles), 1 and 1a (8 heads x NG groups), 6a (8 x NRT) in one wave
-    cp, cp1, kp1 = cp_, cp1_, kp1_
-    kp6 = _fit_once(cfg.ksplit6, 8 * NRT, programs) if cfg.ksplit_fit else cfg.ksplit6
     hb = cfg.hb
     if cfg.hb_fit:  # phase 5 in one wave: wider MLP blocks
         if hb < D_MLP and NRT * (D_MLP // hb) > programs:
