@@ -1273,7 +1273,9 @@ def _two_way_kernel(
                 else:
                     for w in range(pid - lo, n0, G - lo):
                         t0 = _item_start(INSTR)
-                        _ph0_key_proj(w, True, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0)
+                        _ph0_key_proj(
+                            w, True, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0
+                        )
                         _item_done(sync, 9, times, G, NMAX, 10, w, t0, PERSIST, INSTR)
 
     if KP1 > 1:
@@ -1330,8 +1332,9 @@ def _two_way_kernel(
     if KJ and PERSIST:  # the programs with query-chain items take the phase-0 items left, if any
         if pid < tl.where(G > P0LO, P0LO, 0):
             _ph0_tickets(
-                sync, times, G, NMAX, n0, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0, INSTR
-            )
+                sync, times, G, NMAX, n0, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0,
+                INSTR,
+            )  # fmt: skip
     if PERSIST:
         _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
         if KPJ:
@@ -2187,7 +2190,7 @@ class Plan:
     KPJ: bool = False  # phase 0 projects the t2i keys and values (Config.kproj)
     BSP: int = 64  # ... in tiles of this many key tokens
     P0LO: int = 0  # ... on the programs from this one on (persistent; those without phase-1a, 1 or 2 items)
-    KJ: bool = False  # ... from a ticket counter, the other programs joining after phase 2 (Config.kproj_join)
+    KJ: bool = False  # ... from a ticket counter; the other programs join after phase 2 (Config.kproj_join)
 
     @property
     def work(self) -> dict[int, int]:
@@ -2359,7 +2362,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             f"{cfg.kproj}, {cfg.kproj_bs}, {cfg.kproj_ncb}, {cfg.kproj_items}, {cfg.kproj_kc}, {cfg.kproj_stages}"
         )
     if cfg.kproj_join < 0:
-        raise ValueError(f"kproj_join: expected >= 0 phase-0 items per busy program (0: none), got {cfg.kproj_join}")
+        raise ValueError(f"kproj_join: expected >= 0 items per busy program (0: none), got {cfg.kproj_join}")
     if cfg.tpk4_chunk < 0:
         raise ValueError(f"tpk4_chunk: expected 0 (never) or a chunk length, got {cfg.tpk4_chunk}")
     NHALF = max(1, TPK // 8)  # 64-row halves of the 8 * TPK rows (one 32-row block with TPK 4)
