@@ -503,6 +503,7 @@ KPROJ_CASES = {
     "persistent": (1, 2, 5, 70, dict(grid=1, plan_programs=132, hb=512)),
     "persistent-chunks": (1, 1, 4, 300, dict(grid=1, plan_programs=132, hb=512, min_chunk=64, bs1=16)),
     "persistent-tickets": (1, 2, 5, 70, dict(grid=1, plan_programs=132, hb=512, kproj_join=1)),
+    "persistent-w16": (2, 1, 5, 70, dict(grid=1, plan_programs=132, hb=512, kproj_join=1, kproj_w16=True)),
     "multi": (2, 1, 3, 90, dict(mode="multi", grid=40, hb=512)),
     "multi-T11": (1, 1, 11, 50, dict(mode="multi", grid=40, hb=512)),
     "multi-odd": (1, 1, 4, 201, KPROJ_ODD),
@@ -521,7 +522,8 @@ def test_phase0_key_projection(task, case):
     assert plan.work[10] == B * P * -(-S // overrides.get("kproj_bs", kernel.DEFAULT_CONFIG.kproj_bs))
     if case == "persistent-chunks":
         assert plan.n_ch > 1 and plan.CH > overrides["bs1"]
-    assert plan.KJ == (case == "persistent-tickets")  # phase 0's items from the ticket counter (sync[10])
+    assert plan.KJ == (case in ("persistent-tickets", "persistent-w16"))  # items from a ticket counter (sync[10])
+    assert plan.W16 == (case == "persistent-w16")  # its items read an fp16 copy of Wk and Wv made first
     assert not torch.equal(qa, qb)
     assert float((qa - qb).abs().max()) < TOLERANCE.max_atol
     assert float((ka - kb).abs().max()) < TOLERANCE.max_atol

@@ -629,12 +629,12 @@ def _ph3_t2i_pass(
 @triton.jit
 def _ph0_key_proj(
     w, live, k_ptr, kp_ptr, wk, bk, wv, bv, kvp, S, C: tl.constexpr, BSP: tl.constexpr, KC: tl.constexpr,
-    ST: tl.constexpr = 1,
+    ST: tl.constexpr = 1, W16: tl.constexpr = False, w16=None,
 ):  # fmt: skip
     """Phase 0 (`Config.kproj`) work item w = (item, tile of BSP key tokens): the t2i keys K = Wk (k + k_pe) + bk
     and values V = Wv k + bv of the tile's tokens, fp16 operands, fp32 accumulation, the contraction in KC-wide
     pieces (ST > 1: a cp.async pipeline over them), stored as fp16 rows [K (128) | V (128)] of kvp [items * S,
-    256]."""
+    256]. W16 (`Config.kproj_w16`): Wk and Wv read as the fp16 copy w16 [Wk | Wv] (`_ph0_weights16`)."""
     n_t = tl.cdiv(S, BSP)
     item = w // n_t
     tok = (w % n_t) * BSP + tl.arange(0, BSP)
@@ -647,10 +647,16 @@ def _ph0_key_proj(
         off = (item * S + tok)[:, None] * C + c[None, :]
         kt = tl.load(k_ptr + off, mask=tm[:, None], other=0.0, cache_modifier=".cg")
         xs = kt + tl.load(kp_ptr + off, mask=tm[:, None], other=0.0, cache_modifier=".cg")
-        w_k = tl.load(wk + o[:, None] * C + c[None, :], mask=live, other=0.0)  # [128, KC]
-        w_v = tl.load(wv + o[:, None] * C + c[None, :], mask=live, other=0.0)
-        key = tl.dot(xs.to(tl.float16), tl.trans(w_k.to(tl.float16)), key)
-        val = tl.dot(kt.to(tl.float16), tl.trans(w_v.to(tl.float16)), val)
+        if W16:
+            w_k = tl.load(w16 + o[:, None] * C + c[None, :], mask=live, other=0.0, cache_modifier=".cg")
+            w_v = tl.load(
+                w16 + (128 + o)[:, None] * C + c[None, :], mask=live, other=0.0, cache_modifier=".cg"
+            )
+        else:
+            w_k = tl.load(wk + o[:, None] * C + c[None, :], mask=live, other=0.0).to(tl.float16)  # [128, KC]
+            w_v = tl.load(wv + o[:, None] * C + c[None, :], mask=live, other=0.0).to(tl.float16)
+        key = tl.dot(xs.to(tl.float16), tl.trans(w_k), key)
+        val = tl.dot(kt.to(tl.float16), tl.trans(w_v), val)
     key += tl.load(bk + o, mask=live, other=0.0)[None, :]
     val += tl.load(bv + o, mask=live, other=0.0)[None, :]
     row = (item * S + tok)[:, None] * C + o[None, :]
@@ -659,16 +665,33 @@ def _ph0_key_proj(
 
 
 @triton.jit
+def _ph0_weights16(wk, wv, w16, part, n_parts, C: tl.constexpr):
+    """`Config.kproj_w16`: share `part` of `n_parts` of Wk and Wv ([128, C] fp32 each) converted to the fp16 copy
+    w16 [Wk | Wv] that phase 0's items read (half the bytes a piece, no conversion per item)."""
+    n: tl.constexpr = 128 * C
+    per = (2 * n + n_parts - 1) // n_parts
+    per = (per + 1023) // 1024 * 1024
+    lo = part * per
+    hi = tl.minimum(lo + per, 2 * n)
+    for st in range(lo, hi, 1024):
+        o = st + tl.arange(0, 1024)
+        m = o < hi
+        x = tl.load(tl.where(o < n, wk + o, wv + (o - n)), mask=m, other=0.0)
+        tl.store(w16 + o, x.to(tl.float16), mask=m)
+
+
+@triton.jit
 def _ph0_tickets(
     sync, times, G, NMAX, n0, k_ptr, kp_ptr, wk, bk, wv, bv, kvp, S,
     C: tl.constexpr, BSP: tl.constexpr, KC: tl.constexpr, ST: tl.constexpr, INSTR: tl.constexpr,
+    W16: tl.constexpr = False, w16=None,
 ):  # fmt: skip
     """Phase 0 with `Config.kproj_join` (persistent): phase-0 items taken one at a time from the ticket counter
     sync[10] until none is left, so that the programs that run out of query-chain work take what is left."""
     w = tl.atomic_add(sync + 10, 1, sem="relaxed", scope="gpu")
     while w < n0:
         t0 = _item_start(INSTR)
-        _ph0_key_proj(w, True, k_ptr, kp_ptr, wk, bk, wv, bv, kvp, S, C, BSP, KC, ST)
+        _ph0_key_proj(w, True, k_ptr, kp_ptr, wk, bk, wv, bv, kvp, S, C, BSP, KC, ST, W16, w16)
         _item_done(sync, 9, times, G, NMAX, 10, w, t0, True, INSTR)
         w = tl.atomic_add(sync + 10, 1, sem="relaxed", scope="gpu")
 
@@ -1150,7 +1173,7 @@ def _two_way_kernel(
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0, PF_LATE: tl.constexpr = 0,
     F16_3: tl.constexpr = False, F16_7: tl.constexpr = False, KPJ: tl.constexpr = False, BSP: tl.constexpr = 64,
-    KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, KJ: tl.constexpr = False,
+    KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, KJ: tl.constexpr = False, W16: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1191,6 +1214,7 @@ def _two_way_kernel(
         tl.maximum(tl.maximum(n5, n_key * P7PARTS), tl.maximum(n1a, n6a)),
     )
     n0 = NI * tl.cdiv(S, BSP)  # phase-0 work items (KPJ)
+    w16 = kvp + NI * S * C  # W16: the fp16 copy of Wk | Wv, after K | V in the same workspace
     if KPJ:
         NMAX = tl.maximum(NMAX, n0)
     if INSTR:
@@ -1265,17 +1289,22 @@ def _two_way_kernel(
         if PERSIST or PHASE == 10:
             lo = tl.where(G > P0LO, P0LO, 0)
             if pid >= lo:
+                if W16 and PERSIST:  # the fp16 copy of Wk and Wv, shared out over these programs, first
+                    _ph0_weights16(t_wk, t_wv, w16, pid - lo, G - lo, C)
+                    _arrive(sync + 11)
+                    _wait(sync + 11, G - lo, MAXSPIN, SPIN_NS)
                 if KJ and PERSIST:  # from the ticket counter; the other programs join after phase 2
                     _ph0_tickets(
                         sync, times, G, NMAX, n0, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0,
-                        INSTR,
+                        INSTR, W16 and PERSIST, w16,
                     )  # fmt: skip
                 else:
                     for w in range(pid - lo, n0, G - lo):
                         t0 = _item_start(INSTR)
                         _ph0_key_proj(
-                            w, True, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0
-                        )
+                            w, True, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0,
+                            W16 and PERSIST, w16,
+                        )  # fmt: skip
                         _item_done(sync, 9, times, G, NMAX, 10, w, t0, PERSIST, INSTR)
 
     if KP1 > 1:
@@ -1330,10 +1359,13 @@ def _two_way_kernel(
             n_ch, CH, S, PF_W, PF_TOK, C, 4,
         )  # fmt: skip
     if KJ and PERSIST:  # the programs with query-chain items take the phase-0 items left, if any
-        if pid < tl.where(G > P0LO, P0LO, 0):
+        lo = tl.where(G > P0LO, P0LO, 0)
+        if pid < lo:
+            if W16:
+                _wait(sync + 11, G - lo, MAXSPIN, SPIN_NS)
             _ph0_tickets(
                 sync, times, G, NMAX, n0, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0,
-                INSTR,
+                INSTR, W16, w16,
             )  # fmt: skip
     if PERSIST:
         _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
@@ -1422,7 +1454,7 @@ def _two_way_kernel(
         tl.debug_barrier()
         done = tl.atomic_add(sync + 7, 1, sem="acq_rel", scope="gpu")
         if done == G - 1:
-            for k in tl.static_range(11):
+            for k in tl.static_range(12):
                 tl.atomic_xchg(sync + k, 0, sem="relaxed", scope="gpu")
         if INSTR:
             _stamp(times, 7, pid)
@@ -2081,6 +2113,8 @@ class Config:
     # left after their phase-2 items; the call then takes phase 0 where its items are at most kproj_items per
     # idle program plus this many per busy one (0: the static assignment, idle programs only)
     kproj_join: int = 0
+    # (session 50) the programs of phase 0 first convert Wk and Wv to an fp16 copy that its items read (persistent)
+    kproj_w16: bool = False
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
     # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
     # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
@@ -2191,6 +2225,7 @@ class Plan:
     BSP: int = 64  # ... in tiles of this many key tokens
     P0LO: int = 0  # ... on the programs from this one on (persistent; those without phase-1a, 1 or 2 items)
     KJ: bool = False  # ... from a ticket counter; the other programs join after phase 2 (Config.kproj_join)
+    W16: bool = False  # ... reading an fp16 copy of Wk and Wv made first (persistent; Config.kproj_w16)
 
     @property
     def work(self) -> dict[int, int]:
@@ -2422,7 +2457,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cp, cp1, grid,
         kp1, kp6, nsp4, TPK7, *p7, f16_7, kpj, cfg.kproj_bs, busy if cfg.mode == "persistent" else 0,
-        kpj and join > 0,
+        kpj and join > 0, kpj and cfg.mode == "persistent" and cfg.kproj_w16,
     )  # fmt: skip
 
 
@@ -2570,7 +2605,9 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         NI * M8_7,  # c2
         NI * C * M8_7,  # vwb (VW^T, TF32 part)
         NI * C * M8_7,  # vws (the rest)
-        NI * S * C // 2 if plan.KPJ else 64,  # kvp (phase 0: K | V, fp16)
+        (NI * S * C + (2 * 128 * C if plan.W16 else 0)) // 2
+        if plan.KPJ
+        else 64,  # kvp (K | V [| Wk | Wv], fp16)
     ]
     # one allocation (torch.empty runs no kernel), slices aligned to 256 B
     aligned = [-(-n // 64) * 64 for n in sizes]
@@ -2635,6 +2672,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         KC0=cfg.kproj_kc,
         ST0=cfg.kproj_stages,
         KJ=plan.KJ,
+        W16=plan.W16,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

@@ -417,6 +417,9 @@ VARIANTS: dict[str, Config] = {
     "kj": dataclasses.replace(BASE, kproj_join=1),
     "kj4": dataclasses.replace(BASE, kproj_items=4, kproj_join=4),
     "kj2b128": dataclasses.replace(BASE, kproj_items=2, kproj_join=2, kproj_bs=128),
+    # ... and phase 0's items on an fp16 copy of Wk and Wv made first (Config.kproj_w16)
+    "w16": dataclasses.replace(BASE, kproj_w16=True),
+    "kj4w16": dataclasses.replace(BASE, kproj_items=4, kproj_join=4, kproj_w16=True),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
