@@ -420,6 +420,10 @@ VARIANTS: dict[str, Config] = {
     # ... and phase 0's items on an fp16 copy of Wk and Wv made first (Config.kproj_w16)
     "w16": dataclasses.replace(BASE, kproj_w16=True),
     "kj4w16": dataclasses.replace(BASE, kproj_items=4, kproj_join=4, kproj_w16=True),
+    "kj2w16b128": dataclasses.replace(BASE, kproj_items=2, kproj_join=2, kproj_w16=True, kproj_bs=128),
+    "kj4w16k64": dataclasses.replace(
+        BASE, kproj_items=4, kproj_join=4, kproj_w16=True, kproj_kc=64, kproj_stages=3
+    ),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
