@@ -372,6 +372,21 @@ def test_075_tl_phase7_fp16_short_builds(arch):
 
 
 @pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
+def test_075_phase0_tickets_and_fp16_weights_build(arch):
+    """`Config.kproj_join` and `Config.kproj_w16` (off by default): the persistent launch of a shape that takes
+    phase 0, with its items from the ticket counter and on the fp16 copy of Wk and Wv, builds for both
+    architectures within the limits (the CPU tests run both paths with one program only)."""
+    launches = [
+        Launch(launch.module_file, launch.kernel, launch.args, {**launch.kwargs, "KJ": True, "W16": w16})
+        for launch in _launches("075", f"sm_{arch}a")
+        if launch.kernel == "_two_way_kernel" and launch.kwargs.get("PHASE") == 0 and launch.kwargs.get("KPJ")
+        for w16 in (False, True)
+    ]
+    assert len(launches) >= 2, len(launches)  # (1 x 2 x 5 x 1024 and 1 x 1 x 16 x 100 take phase 0)
+    _assert_builds(build_launches(launches, arch), arch)
+
+
+@pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
 def test_074_o_iou_fma_builds(arch):
     """074's `Config.o_iou_fma` (the IoU MLP's O items in fp32 FMA) reaches the launch (O_FMA) and builds within the
     limits (on sm_90a without stack) for the table's M = 64 and M = 512 variants; the shared memory stays the variant's own
