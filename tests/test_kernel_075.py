@@ -522,7 +522,7 @@ def test_phase0_key_projection(task, case):
     assert plan.work[10] == B * P * -(-S // overrides.get("kproj_bs", kernel.DEFAULT_CONFIG.kproj_bs))
     if case == "persistent-chunks":
         assert plan.n_ch > 1 and plan.CH > overrides["bs1"]
-    assert plan.KJ == (case in ("persistent-tickets", "persistent-w16"))  # items from a ticket counter (sync[10])
+    assert plan.KJ == (case in ("persistent-tickets", "persistent-w16"))  # items from a ticket counter
     assert plan.W16 == (case == "persistent-w16")  # its items read an fp16 copy of Wk and Wv made first
     assert not torch.equal(qa, qb)
     assert float((qa - qb).abs().max()) < TOLERANCE.max_atol
