@@ -653,10 +653,10 @@ def _ph0_key_proj(
                 w16 + (128 + o)[:, None] * C + c[None, :], mask=live, other=0.0, cache_modifier=".cg"
             )
         else:
-            w_k = tl.load(wk + o[:, None] * C + c[None, :], mask=live, other=0.0).to(tl.float16)  # [128, KC]
-            w_v = tl.load(wv + o[:, None] * C + c[None, :], mask=live, other=0.0).to(tl.float16)
-        key = tl.dot(xs.to(tl.float16), tl.trans(w_k), key)
-        val = tl.dot(kt.to(tl.float16), tl.trans(w_v), val)
+            w_k = tl.load(wk + o[:, None] * C + c[None, :], mask=live, other=0.0)  # [128, KC]
+            w_v = tl.load(wv + o[:, None] * C + c[None, :], mask=live, other=0.0)
+        key = tl.dot(xs.to(tl.float16), tl.trans(w_k.to(tl.float16)), key)  # (a no-op conversion with W16)
+        val = tl.dot(kt.to(tl.float16), tl.trans(w_v.to(tl.float16)), val)
     key += tl.load(bk + o, mask=live, other=0.0)[None, :]
     val += tl.load(bv + o, mask=live, other=0.0)[None, :]
     row = (item * S + tok)[:, None] * C + o[None, :]
@@ -1454,8 +1454,11 @@ def _two_way_kernel(
         tl.debug_barrier()
         done = tl.atomic_add(sync + 7, 1, sem="acq_rel", scope="gpu")
         if done == G - 1:
-            for k in tl.static_range(12):
+            for k in tl.static_range(10):
                 tl.atomic_xchg(sync + k, 0, sem="relaxed", scope="gpu")
+            if KJ or W16:  # phase 0's ticket counter and its fp16-weights counter
+                tl.atomic_xchg(sync + 10, 0, sem="relaxed", scope="gpu")
+                tl.atomic_xchg(sync + 11, 0, sem="relaxed", scope="gpu")
         if INSTR:
             _stamp(times, 7, pid)
 
