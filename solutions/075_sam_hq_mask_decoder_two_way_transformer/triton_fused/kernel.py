@@ -1284,22 +1284,22 @@ def _two_way_kernel(
                     C, TPK7, BS2, PF_DIST, RN, V3, RK, 1, 1, F16_7,
                 )  # fmt: skip
 
+    lo0 = tl.where(G > P0LO, P0LO, 0)  # KPJ: phase 0's first program (all of them where none is idle)
     if KPJ:
         # phase 0: the t2i keys and values, on the programs that the query chain leaves idle
         if PERSIST or PHASE == 10:
-            lo = tl.where(G > P0LO, P0LO, 0)
-            if pid >= lo:
+            if pid >= lo0:
                 if W16 and PERSIST:  # the fp16 copy of Wk and Wv, shared out over these programs, first
-                    _ph0_weights16(t_wk, t_wv, w16, pid - lo, G - lo, C)
+                    _ph0_weights16(t_wk, t_wv, w16, pid - lo0, G - lo0, C)
                     _arrive(sync + 11)
-                    _wait(sync + 11, G - lo, MAXSPIN, SPIN_NS)
+                    _wait(sync + 11, G - lo0, MAXSPIN, SPIN_NS)
                 if KJ and PERSIST:  # from the ticket counter; the other programs join after phase 2
                     _ph0_tickets(
                         sync, times, G, NMAX, n0, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0,
                         INSTR, W16 and PERSIST, w16,
                     )  # fmt: skip
                 else:
-                    for w in range(pid - lo, n0, G - lo):
+                    for w in range(pid - lo0, n0, G - lo0):
                         t0 = _item_start(INSTR)
                         _ph0_key_proj(
                             w, True, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0,
@@ -1359,10 +1359,9 @@ def _two_way_kernel(
             n_ch, CH, S, PF_W, PF_TOK, C, 4,
         )  # fmt: skip
     if KJ and PERSIST:  # the programs with query-chain items take the phase-0 items left, if any
-        lo = tl.where(G > P0LO, P0LO, 0)
-        if pid < lo:
+        if pid < lo0:
             if W16:
-                _wait(sync + 11, G - lo, MAXSPIN, SPIN_NS)
+                _wait(sync + 11, G - lo0, MAXSPIN, SPIN_NS)
             _ph0_tickets(
                 sync, times, G, NMAX, n0, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0,
                 INSTR, W16, w16,
