@@ -532,23 +532,28 @@ def test_phase0_key_projection(task, case):
 
 def test_kproj_rule(task):
     """Phase 0 runs where the call has at most `kproj` key tokens and the programs that phases 1a, 1 and 2 leave
-    idle (from P0LO on) take at most `kproj_items` of its items each; kproj 0 turns it off."""
+    idle (from P0LO on) take at most `kproj_items` of its items each, plus `kproj_join` each on the busy ones
+    (persistent); kproj 0 turns it off."""
     cfg = kernel.DEFAULT_CONFIG
+    join = cfg.kproj_join if cfg.mode == "persistent" else 0
     kinds = set()
     for w in task.workloads:
         NI, T, S = _items(w)
         plan = kernel.make_plan(NI, T, S, cfg, 132)
         busy = max(plan.work.get(8, 0), plan.work[1], plan.work[2])
         n0 = NI * -(-S // cfg.kproj_bs)
-        assert plan.KPJ == (NI * S <= cfg.kproj and n0 <= cfg.kproj_items * (132 - busy))
+        assert plan.KPJ == (NI * S <= cfg.kproj and n0 <= cfg.kproj_items * (132 - busy) + join * busy)
+        assert plan.KJ == (plan.KPJ and join > 0)
         if plan.KPJ:
             assert plan.P0LO == busy and plan.work[10] == n0 and plan.ND == 1
         else:
             assert 10 not in plan.work and 10 not in plan.phases
         assert not kernel.make_plan(NI, T, S, dataclasses.replace(cfg, kproj=0), 132).KPJ
         kinds.add((plan.KPJ, NI * S <= cfg.kproj))
-    # phase 0 on, off for too many items per idle program, off for too many key tokens
-    assert kinds == {(True, True), (False, True), (False, False)}
+    # phase 0 on, off for too many key tokens (and, with the static assignment, off for too many items per idle
+    # program)
+    assert {(True, True), (False, False)} <= kinds <= {(True, True), (False, True), (False, False)}
+    assert join or (False, True) in kinds
     tf32 = dataclasses.replace(cfg, p3_fp16=False)  # phase 3's TF32 products: no phase 0
     assert not kernel.make_plan(1, 4, 4096, tf32, 132).KPJ
 
