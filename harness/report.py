@@ -608,9 +608,15 @@ def report_command(
     `runs`: also the files' --repeat runs (extra.repeat) side by side, as `run --repeat` ends."""
     from pathlib import Path
 
+    from harness.errors import HarnessError
     from harness.schema import load_traces_jsonl
 
-    loaded = [t for p in paths for t in load_traces_jsonl(Path(p))]
+    loaded = []
+    for p in paths:
+        traces = load_traces_jsonl(Path(p))
+        if not traces:  # (a log or a mistyped file: no workload to report, not "every workload passed")
+            raise HarnessError(f"{p}: no traces")
+        loaded += traces
     traces = merge([loaded])
     annotate(traces, gpu, convention)
     with _trace_sink(output, as_json) as write:

@@ -479,6 +479,12 @@ def test_report_merges_shards_keeping_the_last_trace(tmp_path, monkeypatch):
     traces = load_traces_jsonl(merged)
     assert len(traces) == 4 and all(t.evaluation.status == EvaluationStatus.PASSED for t in traces)
     assert "2/2 workloads passed" in result.stderr and "score" in result.stderr
+    # a file without a trace (a log, an empty file) is bad input, not a run where every workload passed
+    log = tmp_path / "run.log"
+    log.write_text("noise line\n")
+    result = CliRunner().invoke(main, ["report", str(merged), str(log), "-o", str(tmp_path / "out.jsonl")])
+    assert result.exit_code == 2 and f"{log}: no traces" in result.stderr
+    assert not (tmp_path / "out.jsonl").exists()
 
 
 def test_report_kernels_prints_each_workloads_call_anatomy(tmp_path, monkeypatch):

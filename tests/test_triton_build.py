@@ -291,6 +291,8 @@ def test_solbench_build_reports_each_kernel_build(monkeypatch):
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1
     assert "shared memory" in result.output and "1 of 1 builds failed or exceed a limit" in result.output
+    unknown = CliRunner().invoke(main, ["build", str(SOLUTION_074), "--workload", "zzz"])
+    assert unknown.exit_code == 2 and "no workload with uuid prefix 'zzz'" in unknown.output
 
 
 def test_check_solution_build_compiles_cuda_sources_with_nvcc():
