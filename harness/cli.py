@@ -6,6 +6,7 @@ Tables and progress go to stderr; stdout carries JSON only when asked (--json). 
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -14,13 +15,22 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, EnvironmentProblem, HarnessError
+from harness.errors import (
+    EXIT_ENVIRONMENT,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    EnvironmentProblem,
+    HarnessError,
+)
 
 console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 class _Group(click.Group):
-    """Maps HarnessError to its one-line message and exit code; usage errors exit 2 (click's default)."""
+    """Maps HarnessError to its one-line message and exit code; usage errors exit 2 (click's default). An
+    OSError on a named path (an output folder under a file, a read-only place) is bad input too, unless the
+    machine ran out of room or failed to write (exit 3)."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -28,6 +38,14 @@ class _Group(click.Group):
         except HarnessError as exc:
             click.echo(f"solbench: {exc}", err=True)
             sys.exit(exc.exit_code)
+        except OSError as exc:
+            if exc.filename is None:
+                raise
+            click.echo(f"solbench: {exc.filename}: {exc.strerror or exc}", err=True)
+            sys.exit(EXIT_ENVIRONMENT if exc.errno in _ENVIRONMENT_ERRNOS else EXIT_USAGE)
+
+
+_ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
 
 
 # options shared by several commands

@@ -228,6 +228,27 @@ def test_cli_pack_bad_folder_is_one_line_exit_2(tmp_path):
     assert not (tmp_path / "dist").exists()
 
 
+def test_cli_unwritable_output_is_one_line(tmp_path, monkeypatch):
+    """An output path under a file is bad input (exit 2), a full disk the environment (exit 3): one line each
+    that names the path, no traceback."""
+    blocker, folder = tmp_path / "a_file", _folder(tmp_path)
+    blocker.write_text("")
+    result = CliRunner().invoke(main, ["pack", str(folder), "-o", str(blocker / "dist")])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"solbench: {blocker / 'dist' / TASK / 'tiny'}: Not a directory"
+    ]
+    result = CliRunner().invoke(main, ["export", "074", "-o", str(blocker / "out")])
+    assert result.exit_code == 2 and result.stderr.startswith(f"solbench: {blocker / 'out'}")
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device", str(tmp_path / "dist"))
+
+    monkeypatch.setattr(package.os, "replace", full)
+    result = CliRunner().invoke(main, ["pack", str(folder), "-o", str(tmp_path / "dist")])
+    assert result.exit_code == 3 and "No space left on device" in result.stderr
+
+
 def test_cli_pack_ok(tmp_path):
     result = CliRunner().invoke(
         main, ["pack", str(_folder(tmp_path)), "-o", str(tmp_path / "dist"), "--target", "B200"]
