@@ -502,8 +502,7 @@ KPROJ_CASES = {
     # of 32-channel pieces
     "persistent": (1, 2, 5, 70, dict(grid=1, plan_programs=132, hb=512)),
     "persistent-chunks": (1, 1, 4, 300, dict(grid=1, plan_programs=132, hb=512, min_chunk=64, bs1=16)),
-    "persistent-tickets": (1, 2, 5, 70, dict(grid=1, plan_programs=132, hb=512, kproj_join=1)),
-    "persistent-w16": (2, 1, 5, 70, dict(grid=1, plan_programs=132, hb=512, kproj_join=1, kproj_w16=True)),
+    "persistent-w16": (2, 1, 5, 70, dict(grid=1, plan_programs=132, hb=512, kproj_w16=1)),
     "multi": (2, 1, 3, 90, dict(mode="multi", grid=40, hb=512)),
     "multi-T11": (1, 1, 11, 50, dict(mode="multi", grid=40, hb=512)),
     "multi-odd": (1, 1, 4, 201, KPROJ_ODD),
@@ -522,7 +521,6 @@ def test_phase0_key_projection(task, case):
     assert plan.work[10] == B * P * -(-S // overrides.get("kproj_bs", kernel.DEFAULT_CONFIG.kproj_bs))
     if case == "persistent-chunks":
         assert plan.n_ch > 1 and plan.CH > overrides["bs1"]
-    assert plan.KJ == (case in ("persistent-tickets", "persistent-w16"))  # items from a ticket counter
     assert plan.W16 == (case == "persistent-w16")  # its items read an fp16 copy of Wk and Wv made first
     assert not torch.equal(qa, qb)
     assert float((qa - qb).abs().max()) < TOLERANCE.max_atol
@@ -532,28 +530,27 @@ def test_phase0_key_projection(task, case):
 
 def test_kproj_rule(task):
     """Phase 0 runs where the call has at most `kproj` key tokens and the programs that phases 1a, 1 and 2 leave
-    idle (from P0LO on) take at most `kproj_items` of its items each, plus `kproj_join` each on the busy ones
-    (persistent); kproj 0 turns it off."""
+    idle (from P0LO on) take at most `kproj_items` of its items each; kproj 0 turns it off. Its items read the fp16
+    copy of Wk and Wv where a program takes at least `kproj_w16` of them."""
     cfg = kernel.DEFAULT_CONFIG
-    join = cfg.kproj_join if cfg.mode == "persistent" else 0
-    kinds = set()
+    kinds, copies = set(), set()
     for w in task.workloads:
         NI, T, S = _items(w)
         plan = kernel.make_plan(NI, T, S, cfg, 132)
         busy = max(plan.work.get(8, 0), plan.work[1], plan.work[2])
         n0 = NI * -(-S // cfg.kproj_bs)
-        assert plan.KPJ == (NI * S <= cfg.kproj and n0 <= cfg.kproj_items * (132 - busy) + join * busy)
-        assert plan.KJ == (plan.KPJ and join > 0)
+        assert plan.KPJ == (NI * S <= cfg.kproj and n0 <= cfg.kproj_items * (132 - busy))
+        assert plan.W16 == (plan.KPJ and 0 < cfg.kproj_w16 <= -(-n0 // (132 - busy)))
         if plan.KPJ:
+            copies.add(plan.W16)
             assert plan.P0LO == busy and plan.work[10] == n0 and plan.ND == 1
         else:
             assert 10 not in plan.work and 10 not in plan.phases
         assert not kernel.make_plan(NI, T, S, dataclasses.replace(cfg, kproj=0), 132).KPJ
         kinds.add((plan.KPJ, NI * S <= cfg.kproj))
-    # phase 0 on, off for too many key tokens (and, with the static assignment, off for too many items per idle
-    # program)
-    assert {(True, True), (False, False)} <= kinds <= {(True, True), (False, True), (False, False)}
-    assert join or (False, True) in kinds
+    # phase 0 on, off for too many items per idle program, off for too many key tokens; with and without the copy
+    assert kinds == {(True, True), (False, True), (False, False)}
+    assert copies == {True, False}
     tf32 = dataclasses.replace(cfg, p3_fp16=False)  # phase 3's TF32 products: no phase 0
     assert not kernel.make_plan(1, 4, 4096, tf32, 132).KPJ
 
@@ -701,6 +698,7 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("kproj_items", 0),
         ("kproj_kc", 8),
         ("kproj_stages", 0),
+        ("kproj_w16", -1),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):

@@ -374,12 +374,12 @@ def test_075_tl_phase7_fp16_short_builds(arch):
 
 
 @pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
-def test_075_phase0_tickets_and_fp16_weights_build(arch):
-    """`Config.kproj_join` and `Config.kproj_w16` (off by default): the persistent launch of a shape that takes
-    phase 0, with its items from the ticket counter and on the fp16 copy of Wk and Wv, builds for both
-    architectures within the limits (the CPU tests run both paths with one program only)."""
+def test_075_phase0_fp16_weights_build(arch):
+    """`Config.kproj_w16`: the persistent launch of a shape that takes phase 0, with and without its items on the
+    fp16 copy of Wk and Wv, builds for both architectures within the limits (the CPU tests run the copy with one
+    program only)."""
     launches = [
-        Launch(launch.module_file, launch.kernel, launch.args, {**launch.kwargs, "KJ": True, "W16": w16})
+        Launch(launch.module_file, launch.kernel, launch.args, {**launch.kwargs, "W16": w16})
         for launch in _launches("075", f"sm_{arch}a")
         if launch.kernel == "_two_way_kernel" and launch.kwargs.get("PHASE") == 0 and launch.kwargs.get("KPJ")
         for w16 in (False, True)

@@ -681,22 +681,6 @@ def _ph0_weights16(wk, wv, w16, part, n_parts, C: tl.constexpr):
 
 
 @triton.jit
-def _ph0_tickets(
-    sync, times, G, NMAX, n0, k_ptr, kp_ptr, wk, bk, wv, bv, kvp, S,
-    C: tl.constexpr, BSP: tl.constexpr, KC: tl.constexpr, ST: tl.constexpr, INSTR: tl.constexpr,
-    W16: tl.constexpr = False, w16=None,
-):  # fmt: skip
-    """Phase 0 with `Config.kproj_join` (persistent): phase-0 items taken one at a time from the ticket counter
-    sync[10] until none is left, so that the programs that run out of query-chain work take what is left."""
-    w = tl.atomic_add(sync + 10, 1, sem="relaxed", scope="gpu")
-    while w < n0:
-        t0 = _item_start(INSTR)
-        _ph0_key_proj(w, True, k_ptr, kp_ptr, wk, bk, wv, bv, kvp, S, C, BSP, KC, ST, W16, w16)
-        _item_done(sync, 9, times, G, NMAX, 10, w, t0, True, INSTR)
-        w = tl.atomic_add(sync + 10, 1, sem="relaxed", scope="gpu")
-
-
-@triton.jit
 def _ph3_kpj_pass(
     w, live, kvp, a1, pm, pl, pacc, T, S, n_ch, CH,
     TPK: tl.constexpr, BS: tl.constexpr, NHALF: tl.constexpr, KS: tl.constexpr = 1,
@@ -1173,7 +1157,7 @@ def _two_way_kernel(
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0, PF_LATE: tl.constexpr = 0,
     F16_3: tl.constexpr = False, F16_7: tl.constexpr = False, KPJ: tl.constexpr = False, BSP: tl.constexpr = 64,
-    KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, KJ: tl.constexpr = False, W16: tl.constexpr = False,
+    KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, W16: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1293,19 +1277,13 @@ def _two_way_kernel(
                     _ph0_weights16(t_wk, t_wv, w16, pid - lo0, G - lo0, C)
                     _arrive(sync + 11)
                     _wait(sync + 11, G - lo0, MAXSPIN, SPIN_NS)
-                if KJ and PERSIST:  # from the ticket counter; the other programs join after phase 2
-                    _ph0_tickets(
-                        sync, times, G, NMAX, n0, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0,
-                        INSTR, W16 and PERSIST, w16,
+                for w in range(pid - lo0, n0, G - lo0):
+                    t0 = _item_start(INSTR)
+                    _ph0_key_proj(
+                        w, True, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0, W16 and PERSIST,
+                        w16,
                     )  # fmt: skip
-                else:
-                    for w in range(pid - lo0, n0, G - lo0):
-                        t0 = _item_start(INSTR)
-                        _ph0_key_proj(
-                            w, True, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0,
-                            W16 and PERSIST, w16,
-                        )  # fmt: skip
-                        _item_done(sync, 9, times, G, NMAX, 10, w, t0, PERSIST, INSTR)
+                    _item_done(sync, 9, times, G, NMAX, 10, w, t0, PERSIST, INSTR)
 
     if KP1 > 1:
         if PERSIST or PHASE == 8:  # phase 1a: q, k, v split by contraction columns
@@ -1358,14 +1336,6 @@ def _two_way_kernel(
             t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
             n_ch, CH, S, PF_W, PF_TOK, C, 4,
         )  # fmt: skip
-    if KJ and PERSIST:  # the programs with query-chain items take the phase-0 items left, if any
-        if pid < lo0:
-            if W16:
-                _wait(sync + 11, G - lo0, MAXSPIN, SPIN_NS)
-            _ph0_tickets(
-                sync, times, G, NMAX, n0, k_ptr, kp_ptr, t_wk, t_bk, t_wv, t_bv, kvp, S, C, BSP, KC0, ST0,
-                INSTR, W16, w16,
-            )  # fmt: skip
     if PERSIST:
         _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
         if KPJ:
@@ -1455,8 +1425,7 @@ def _two_way_kernel(
         if done == G - 1:
             for k in tl.static_range(10):
                 tl.atomic_xchg(sync + k, 0, sem="relaxed", scope="gpu")
-            if KJ or W16:  # phase 0's ticket counter and its fp16-weights counter
-                tl.atomic_xchg(sync + 10, 0, sem="relaxed", scope="gpu")
+            if W16:  # phase 0's fp16-weights counter
                 tl.atomic_xchg(sync + 11, 0, sem="relaxed", scope="gpu")
         if INSTR:
             _stamp(times, 7, pid)
@@ -2111,12 +2080,15 @@ class Config:
     # 59.7 us, #2 84.4 -> 77.5 against 64 and 1; a 64-token item took 14-16 us there, four dependent trips)
     kproj_kc: int = 32
     kproj_stages: int = 4
-    # (session 50) phase-0 items from a ticket counter, and the programs with phase-1a / 1 / 2 items take the ones
-    # left after their phase-2 items; the call then takes phase 0 where its items are at most kproj_items per
-    # idle program plus this many per busy one (0: the static assignment, idle programs only)
-    kproj_join: int = 0
-    # (session 50) the programs of phase 0 first convert Wk and Wv to an fp16 copy that its items read (persistent)
-    kproj_w16: bool = False
+    # (session 50) the programs of phase 0 first convert Wk and Wv to an fp16 copy that its items read, where a
+    # program takes at least this many items (persistent; 0: never). H100 (session 51, official A/B, the copy
+    # always on, two runs each): #2 77.2 -> 74.1 us, #3 70.4 -> 68.1 (128 items on 68 programs), but #8 +0.9, #14
+    # +1.3, #10 +1.4, #13 +0.5 (one item a program or less: the copy and its barrier are not paid back), so 2.
+    # Measured and removed in session 51: `kproj_join`, phase-0 items from a ticket counter with the programs of
+    # phases 1a / 1 / 2 joining after phase 2, and the rule it allowed (up to 4 items a program): 4.6-5.6 %
+    # slower where phase 0 ran already, 4-12 % slower on the 16384-token workloads it admitted, 1.6 % faster on
+    # #1 only (code at 9a21a6f)
+    kproj_w16: int = 2
     # Measured on the H200 and removed in session 17 (NOTES.md, sessions 15-16; the code is in git history
     # at 41bffcc): the phase-7 launch started early (`p7_early`, with an L2 prefetch of its first tokens),
     # phase 3's lazy rescaling (`lazy3`) and a pipelined global pass in phase 4 (`p4_gstages`)
@@ -2226,7 +2198,6 @@ class Plan:
     KPJ: bool = False  # phase 0 projects the t2i keys and values (Config.kproj)
     BSP: int = 64  # ... in tiles of this many key tokens
     P0LO: int = 0  # ... on the programs from this one on (persistent; those without phase-1a, 1 or 2 items)
-    KJ: bool = False  # ... from a ticket counter; the other programs join after phase 2 (Config.kproj_join)
     W16: bool = False  # ... reading an fp16 copy of Wk and Wv made first (persistent; Config.kproj_w16)
 
     @property
@@ -2398,8 +2369,10 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             f"16 / 32 / 64 / 128 tokens, a power of two 1..32, >= 1, 16 / 32 / 64 / 128 channels, 1..4 stages; got "
             f"{cfg.kproj}, {cfg.kproj_bs}, {cfg.kproj_ncb}, {cfg.kproj_items}, {cfg.kproj_kc}, {cfg.kproj_stages}"
         )
-    if cfg.kproj_join < 0:
-        raise ValueError(f"kproj_join: expected >= 0 items per busy program (0: none), got {cfg.kproj_join}")
+    if cfg.kproj_w16 < 0:
+        raise ValueError(
+            f"kproj_w16: expected >= 0 items per phase-0 program (0: never), got {cfg.kproj_w16}"
+        )
     if cfg.tpk4_chunk < 0:
         raise ValueError(f"tpk4_chunk: expected 0 (never) or a chunk length, got {cfg.tpk4_chunk}")
     NHALF = max(1, TPK // 8)  # 64-row halves of the 8 * TPK rows (one 32-row block with TPK 4)
@@ -2424,15 +2397,13 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     # phase 0 (kproj): where the call is small enough and programs are left over by phases 1a, 1 and 2
     busy = max(8 * NG * (kp1 if kp1 > 1 else 0), 8 * NG * cp1, 8 * NRT * cp)
     n0 = NI * -(-S // cfg.kproj_bs)
-    join = cfg.kproj_join if cfg.mode == "persistent" else 0
     kpj = (
         cfg.p3_fp16
         and 0 < NI * S <= cfg.kproj
-        and (
-            cfg.mode != "persistent"
-            or (programs > busy and n0 <= cfg.kproj_items * (programs - busy) + join * busy)
-        )
+        and (cfg.mode != "persistent" or (programs > busy and n0 <= cfg.kproj_items * (programs - busy)))
     )
+    # the fp16 weight copy first where phase 0's busiest program takes at least kproj_w16 items
+    w16 = kpj and cfg.mode == "persistent" and 0 < cfg.kproj_w16 <= -(-n0 // (programs - busy))
     NCB = max(1, min(cfg.kproj_ncb if kpj else cfg.ncb, _next_pow2(n_ch)))
     nsp4 = 1 if cfg.p4_chunks == 0 or n_ch <= cfg.p4_chunks else min(-(-n_ch // cfg.p4_chunks), 16)
     nd = 1 if kpj else cfg.nd  # (kproj: [16]-wide partials, one slice)
@@ -2459,7 +2430,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cp, cp1, grid,
         kp1, kp6, nsp4, TPK7, *p7, f16_7, kpj, cfg.kproj_bs, busy if cfg.mode == "persistent" else 0,
-        kpj and join > 0, kpj and cfg.mode == "persistent" and cfg.kproj_w16,
+        w16,
     )  # fmt: skip
 
 
@@ -2673,7 +2644,6 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         BSP=plan.BSP,
         KC0=cfg.kproj_kc,
         ST0=cfg.kproj_stages,
-        KJ=plan.KJ,
         W16=plan.W16,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

@@ -411,19 +411,11 @@ VARIANTS: dict[str, Config] = {
     "kpj2": dataclasses.replace(K49, kproj_items=2),
     "kpj2s2": dataclasses.replace(K49, kproj_items=2, kproj_stages=2),
     "kpj2k32s4": dataclasses.replace(K49, kproj_items=2, kproj_kc=32, kproj_stages=4),
-    # session 50: phase-0 items from a ticket counter, the programs busy in phases 1a / 1 / 2 taking what is left
-    # after their phase-2 items (Config.kproj_join): kj admits #1 and #15 as well, kj4 every call of <= 16384 key
-    # tokens, kj2b128 the same with 128-token items
-    "kj": dataclasses.replace(BASE, kproj_join=1),
-    "kj4": dataclasses.replace(BASE, kproj_items=4, kproj_join=4),
-    "kj2b128": dataclasses.replace(BASE, kproj_items=2, kproj_join=2, kproj_bs=128),
-    # ... and phase 0's items on an fp16 copy of Wk and Wv made first (Config.kproj_w16)
-    "w16": dataclasses.replace(BASE, kproj_w16=True),
-    "kj4w16": dataclasses.replace(BASE, kproj_items=4, kproj_join=4, kproj_w16=True),
-    "kj2w16b128": dataclasses.replace(BASE, kproj_items=2, kproj_join=2, kproj_w16=True, kproj_bs=128),
-    "kj4w16k64": dataclasses.replace(
-        BASE, kproj_items=4, kproj_join=4, kproj_w16=True, kproj_kc=64, kproj_stages=3
-    ),
+    # session 50: phase 0's items on an fp16 copy of Wk and Wv made first (Config.kproj_w16, in items per program:
+    # since session 51 from 2), always (w16) and never (w16x). The ticket-counter variants (kj*, Config.kproj_join)
+    # were measured and removed in session 51 (NOTES.md, "Session 51")
+    "w16": dataclasses.replace(BASE, kproj_w16=1),
+    "w16x": dataclasses.replace(BASE, kproj_w16=0),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
