@@ -348,8 +348,10 @@ def check_solution_build(
     unknown = [a for a in archs if a not in ARCH_TAGS]
     if unknown:
         raise HarnessError(f"--arch: expected one of {', '.join(ARCH_TAGS)}, got {unknown[0]!r}")
-    for prefix in prefixes:  # bad input here, not a failed build in the recording child
-        load_task(spec.definition).workload(prefix)
+    if prefixes:  # bad input here, not a failed build in the recording child
+        task = load_task(spec.definition)
+        for prefix in prefixes:
+            task.workload(prefix)
     rows: list[dict[str, Any]] = []
     if any(lang in ("cuda_cpp", "cutlass", "cudnn", "cublas") for lang in spec.languages):
         with tempfile.TemporaryDirectory() as tmp:

@@ -1268,10 +1268,10 @@ def _two_way_kernel(
                     C, TPK7, BS2, PF_DIST, RN, V3, RK, 1, 1, F16_7,
                 )  # fmt: skip
 
-    lo0 = tl.where(G > P0LO, P0LO, 0)  # KPJ: phase 0's first program (all of them where none is idle)
     if KPJ:
         # phase 0: the t2i keys and values, on the programs that the query chain leaves idle
         if PERSIST or PHASE == 10:
+            lo0 = tl.where(G > P0LO, P0LO, 0)  # phase 0's first program (all of them where none is idle)
             if pid >= lo0:
                 if W16 and PERSIST:  # the fp16 copy of Wk and Wv, shared out over these programs, first
                     _ph0_weights16(t_wk, t_wv, w16, pid - lo0, G - lo0, C)
