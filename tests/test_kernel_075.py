@@ -495,14 +495,16 @@ def test_phase7_tl_fp16_below_threshold(task):
 
 
 KPROJ_ODD = dict(mode="multi", grid=132, hb=512, kproj_bs=32, kproj_kc=32, kproj_stages=2)
+KPROJ_P4SPLIT = dict(grid=1, plan_programs=132, hb=512, min_chunk=64, kproj_p4_chunks=2)
 KPROJ_CASES = {
     # id: (B, P, T, S, Config overrides): phase 0 (kproj) planned for 132 programs; persistent with one program
     # (it is not idle in the plan, so it runs phase 0 itself first); chunks of several 16-token tiles; the multi
     # launches with T <= 4 and T > 8 (two 64-row halves); 32-token phase-0 items over an odd S in a 2-stage pipeline
-    # of 32-channel pieces
+    # of 32-channel pieces; phase 4 split over parts of two chunk partials (kproj_p4_chunks)
     "persistent": (1, 2, 5, 70, dict(grid=1, plan_programs=132, hb=512)),
     "persistent-chunks": (1, 1, 4, 300, dict(grid=1, plan_programs=132, hb=512, min_chunk=64, bs1=16)),
     "persistent-w16": (2, 1, 5, 70, dict(grid=1, plan_programs=132, hb=512, kproj_w16=1)),
+    "persistent-p4split": (1, 1, 4, 300, KPROJ_P4SPLIT),
     "multi": (2, 1, 3, 90, dict(mode="multi", grid=40, hb=512)),
     "multi-T11": (1, 1, 11, 50, dict(mode="multi", grid=40, hb=512)),
     "multi-odd": (1, 1, 4, 201, KPROJ_ODD),
@@ -521,6 +523,8 @@ def test_phase0_key_projection(task, case):
     assert plan.work[10] == B * P * -(-S // overrides.get("kproj_bs", kernel.DEFAULT_CONFIG.kproj_bs))
     if case == "persistent-chunks":
         assert plan.n_ch > 1 and plan.CH > overrides["bs1"]
+    # phase 4's items split over chunk parts by kproj_p4_chunks (the default's 32 leaves these calls whole)
+    assert plan.NSP4 == (-(-plan.n_ch // 2) if case == "persistent-p4split" else 1)
     assert plan.W16 == (case == "persistent-w16")  # its items read an fp16 copy of Wk and Wv made first
     assert not torch.equal(qa, qb)
     assert float((qa - qb).abs().max()) < TOLERANCE.max_atol
@@ -699,6 +703,7 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("kproj_kc", 8),
         ("kproj_stages", 0),
         ("kproj_w16", -1),
+        ("kproj_p4_chunks", -1),
     ],
 )
 def test_make_plan_rejects_bad_config(field, value):

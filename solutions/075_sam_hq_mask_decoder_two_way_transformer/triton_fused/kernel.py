@@ -1275,8 +1275,8 @@ def _two_way_kernel(
             if pid >= lo0:
                 if W16 and PERSIST:  # the fp16 copy of Wk and Wv, shared out over these programs, first
                     _ph0_weights16(t_wk, t_wv, w16, pid - lo0, G - lo0, C)
-                    _arrive(sync + 11)
-                    _wait(sync + 11, G - lo0, MAXSPIN, SPIN_NS)
+                    _arrive(sync + 10)
+                    _wait(sync + 10, G - lo0, MAXSPIN, SPIN_NS)
                 for w in range(pid - lo0, n0, G - lo0):
                     t0 = _item_start(INSTR)
                     _ph0_key_proj(
@@ -1426,7 +1426,7 @@ def _two_way_kernel(
             for k in tl.static_range(10):
                 tl.atomic_xchg(sync + k, 0, sem="relaxed", scope="gpu")
             if W16:  # phase 0's fp16-weights counter
-                tl.atomic_xchg(sync + 11, 0, sem="relaxed", scope="gpu")
+                tl.atomic_xchg(sync + 10, 0, sem="relaxed", scope="gpu")
         if INSTR:
             _stamp(times, 7, pid)
 
@@ -2074,6 +2074,9 @@ class Config:
     kproj: int = 16384
     kproj_bs: int = 64  # phase 0's key tokens per work item
     kproj_ncb: int = 8  # phase 4's chunk partials per step with kproj (ncb otherwise)
+    # (session 53) phase 4's chunk partials per work item with kproj (p4_chunks otherwise; 0: no split). With
+    # [16]-wide partials and one channel slice, phase 4 has only 8 x NRT x parts items (#14: 32 on 132 programs)
+    kproj_p4_chunks: int = 32
     # at most this many items per idle program (4: #2 and #3 4-8 us slower, #1 28 us: phase 0 is then the chain)
     kproj_items: int = 2
     # phase 0's contraction piece and cp.async pipeline depth over the pieces: 32 and 4 (H100, tune.py: #8 61.4 ->
@@ -2369,6 +2372,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             f"16 / 32 / 64 / 128 tokens, a power of two 1..32, >= 1, 16 / 32 / 64 / 128 channels, 1..4 stages; got "
             f"{cfg.kproj}, {cfg.kproj_bs}, {cfg.kproj_ncb}, {cfg.kproj_items}, {cfg.kproj_kc}, {cfg.kproj_stages}"
         )
+    if cfg.kproj_p4_chunks < 0:
+        raise ValueError(f"kproj_p4_chunks: expected 0 (off) or a positive count, got {cfg.kproj_p4_chunks}")
     if cfg.kproj_w16 < 0:
         raise ValueError(
             f"kproj_w16: expected >= 0 items per phase-0 program (0: never), got {cfg.kproj_w16}"
@@ -2405,7 +2410,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     # the fp16 weight copy first where phase 0's busiest program takes at least kproj_w16 items
     w16 = kpj and cfg.mode == "persistent" and 0 < cfg.kproj_w16 <= -(-n0 // (programs - busy))
     NCB = max(1, min(cfg.kproj_ncb if kpj else cfg.ncb, _next_pow2(n_ch)))
-    nsp4 = 1 if cfg.p4_chunks == 0 or n_ch <= cfg.p4_chunks else min(-(-n_ch // cfg.p4_chunks), 16)
+    p4c = cfg.kproj_p4_chunks if kpj else cfg.p4_chunks
+    nsp4 = 1 if p4c == 0 or n_ch <= p4c else min(-(-n_ch // p4c), 16)
     nd = 1 if kpj else cfg.nd  # (kproj: [16]-wide partials, one slice)
     if cfg.nd_fit:  # phase 4 in one wave: fewer channel slices, then fewer chunk parts
         while nd > 1 and NRT * 8 * nd * nsp4 > programs:

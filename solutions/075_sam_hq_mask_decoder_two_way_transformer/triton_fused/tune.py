@@ -416,6 +416,12 @@ VARIANTS: dict[str, Config] = {
     # were measured and removed in session 51 (NOTES.md, "Session 51")
     "w16": dataclasses.replace(BASE, kproj_w16=1),
     "w16x": dataclasses.replace(BASE, kproj_w16=0),
+    # session 53: phase 4 with kproj split into parts of at most 16 / 8 chunk partials (Config.kproj_p4_chunks; 32
+    # as before): #14 32 -> 64 / 128 items, #10 8 -> 16 / 32, #2 and #3 16 -> 32 / 64; with 16 partials a step
+    "p4k16": dataclasses.replace(BASE, kproj_p4_chunks=16),
+    "p4k8": dataclasses.replace(BASE, kproj_p4_chunks=8),
+    "p4k8n16": dataclasses.replace(BASE, kproj_p4_chunks=8, kproj_ncb=16),
+    "p4k32n16": dataclasses.replace(BASE, kproj_ncb=16),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
