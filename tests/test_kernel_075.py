@@ -524,7 +524,7 @@ def test_phase0_key_projection(task, case):
     if case == "persistent-chunks":
         assert plan.n_ch > 1 and plan.CH > overrides["bs1"]
     # phase 4's items split over chunk parts by kproj_p4_chunks (the default's 32 leaves these calls whole)
-    assert plan.NSP4 == (-(-plan.n_ch // 2) if case == "persistent-p4split" else 1)
+    assert plan.NSP4 == (-(-plan.n_ch // overrides["kproj_p4_chunks"]) if case == "persistent-p4split" else 1)
     assert plan.W16 == (case == "persistent-w16")  # its items read an fp16 copy of Wk and Wv made first
     assert not torch.equal(qa, qb)
     assert float((qa - qb).abs().max()) < TOLERANCE.max_atol

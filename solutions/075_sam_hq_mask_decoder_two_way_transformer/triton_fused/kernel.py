@@ -2293,8 +2293,9 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"bs2: expected 32, 64 or 128 (16-token i2t tiles fail on the H200), got {cfg.bs2}")
     if cfg.plan_programs < 0:
         raise ValueError(f"plan_programs: expected 0 (the launch's) or a count, got {cfg.plan_programs}")
-    if cfg.p4_chunks < 0:
-        raise ValueError(f"p4_chunks: expected 0 (off) or a positive count, got {cfg.p4_chunks}")
+    for field in ("p4_chunks", "kproj_p4_chunks"):  # chunk partials per phase-4 part, without and with kproj
+        if getattr(cfg, field) < 0:
+            raise ValueError(f"{field}: expected 0 (off) or a positive count, got {getattr(cfg, field)}")
     if cfg.p4_gfirst not in (0, 1, 2):
         raise ValueError(f"p4_gfirst: expected 0, 1 or 2, got {cfg.p4_gfirst}")
     if cfg.prefetch_late not in (0, 2, 3):
@@ -2372,8 +2373,6 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             f"16 / 32 / 64 / 128 tokens, a power of two 1..32, >= 1, 16 / 32 / 64 / 128 channels, 1..4 stages; got "
             f"{cfg.kproj}, {cfg.kproj_bs}, {cfg.kproj_ncb}, {cfg.kproj_items}, {cfg.kproj_kc}, {cfg.kproj_stages}"
         )
-    if cfg.kproj_p4_chunks < 0:
-        raise ValueError(f"kproj_p4_chunks: expected 0 (off) or a positive count, got {cfg.kproj_p4_chunks}")
     if cfg.kproj_w16 < 0:
         raise ValueError(
             f"kproj_w16: expected >= 0 items per phase-0 program (0: never), got {cfg.kproj_w16}"
