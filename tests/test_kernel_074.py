@@ -197,20 +197,6 @@ CASES = {
     "m70-o64-fma": ((2, 35), dict(LOOPS_70, o=(64, 64), o_iou_fma=True)),
     # and M = 3, below one chunk, O 128 wide
     "m3-o-fma": ((1, 3), dict(o=(128, 32), o_iou_fma=True)),
-    # hyp_first: every stage's hypernetwork items take their tickets before the IoU MLP's (the copies by stages W and
-    # C, 2 row tiles, K loops), and P alone on the single-chunk path (M = 3)
-    "m70-hyp-first": (
-        (2, 35),
-        dict(
-            LOOPS_70,
-            cvt="whix",
-            cvt_block=65536,
-            cvt_stage=True,
-            order="PWCOQRTS",
-            hyp_first="PWCOQRTS",
-        ),
-    ),
-    "m3-hyp-first-p": ((1, 3), dict(hyp_first="P", o=(128, 32), o_iou_fma=True)),
     # only H1r and X copied (stage W empty), M = 131: X blocks of hypernetwork rows (a stride of 1024)
     "m131-cvt-stage-hx": (
         (1, 131),
@@ -318,25 +304,20 @@ def _ticket_items(kernel, monkeypatch, m: int, cfg) -> list[tuple[str, int, int]
     return [("POQRTSWC"[int(r[4]) & 15], (int(r[4]) >> 4) & 15, int(r[5])) for r in rec]
 
 
-@pytest.mark.parametrize("hyp_first", ["", "P", "OQS"])
-def test_hyp_first_orders_each_stages_tickets(kernel, monkeypatch, hyp_first):
-    """Stages take their tickets in Config.order; inside a stage the IoU MLP's items come first (MLP 0, then
-    the hypernetworks 1..4), except in the stages Config.hyp_first names, where the hypernetworks' come
-    first; every item of a stage exactly once, in its MLP's index order."""
-    cfg = _big(kernel, hyp_first=hyp_first)
+@pytest.mark.parametrize("order", ["POQRTS", "PQTSRO"])
+def test_ticket_order_follows_the_stage_order(kernel, monkeypatch, order):
+    """Stages take their tickets in Config.order; inside a stage the IoU MLP's items come first, then the
+    hypernetworks' (MLPs 1..4), each MLP's items in index order, every item of the stage exactly once."""
+    cfg = _big(kernel, order=order)
     items = _ticket_items(kernel, monkeypatch, 3, cfg)
-    stages = [st for st, _, _ in items]
-    assert stages == sorted(stages, key=cfg.order.index)
+    assert [st for st, _, _ in items] == sorted((st for st, _, _ in items), key=order.index)
     sizes = kernel._stage_sizes(3, cfg)
-    for st in cfg.order:
+    for st in order:
         got = [(mlp, lt) for s, mlp, lt in items if s == st]
-        assert len(got) == sizes[st]
-        mlps = [mlp for mlp, _ in got]
-        first = [1, 2, 3, 4, 0] if st in hyp_first else [0, 1, 2, 3, 4]
-        assert mlps == sorted(mlps, key=first.index), st
+        assert len(got) == sizes[st] and [mlp for mlp, _ in got] == sorted(mlp for mlp, _ in got), st
         for mlp in range(5):
             lts = [lt for k, lt in got if k == mlp]
-            assert lts == list(range(len(lts))) and lts, (st, mlp)
+            assert lts and lts == list(range(len(lts))), (st, mlp)
 
 
 #: The tune.py variant each CONFIG_TABLE band ships (NOTES.md holds their measurements): the table must not
@@ -380,12 +361,6 @@ def test_config_table_and_validation(kernel):
         dataclasses.replace(kernel.DEFAULT_CONFIG, cvt="wz")
     with pytest.raises(ValueError):
         dataclasses.replace(kernel.DEFAULT_CONFIG, cvt_block=3000)
-    with pytest.raises(ValueError):  # hyp_first: letters of stages, each once
-        dataclasses.replace(kernel.DEFAULT_CONFIG, hyp_first="PX")
-    with pytest.raises(ValueError):
-        dataclasses.replace(kernel.DEFAULT_CONFIG, hyp_first="PP")
-    assert kernel.DEFAULT_CONFIG.hyp_first_code() == 0
-    assert dataclasses.replace(kernel.DEFAULT_CONFIG, hyp_first="QP").hyp_first_code() == 0b101
     with pytest.raises(ValueError):
         dataclasses.replace(kernel.DEFAULT_CONFIG, rs_split=3)
     with pytest.raises(ValueError):  # P zeroes dW_in, which S adds into: S must wait (via Q) for P

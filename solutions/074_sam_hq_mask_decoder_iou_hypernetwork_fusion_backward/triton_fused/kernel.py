@@ -130,9 +130,6 @@ class Config:
     # the IoU MLP's O items (G has 4 columns) as fp32 FMA broadcast products over 32-row chunks, 4 chunks in flight,
     # instead of the tf32x3 tensor-core product padded to 32 rows (the hypernetworks' O items unchanged)
     o_iou_fma: bool = False
-    # the stages (letters of the order) whose hypernetwork items take tickets before the IoU MLP's; within a stage
-    # the IoU items come first otherwise. Only where tickets go: no stage waits for items of its own stage
-    hyp_first: str = ""
 
     def __post_init__(self) -> None:
         if self.precision not in _PRECISIONS:
@@ -159,10 +156,6 @@ class Config:
             raise ValueError(f"Config.rs_split: 1, 2, 4, 8 or 16, got {self.rs_split}")
         if self.q_recompute and self.rs_split > 1:
             raise ValueError("Config: rs_split needs Q to wait for P (P zeroes dW_in, S waits for Q)")
-        if set(self.hyp_first) - set(_STAGES) or len(set(self.hyp_first)) != len(self.hyp_first):
-            raise ValueError(
-                f"Config.hyp_first: expected distinct letters of {_STAGES!r}, got {self.hyp_first!r}"
-            )
         if set(self.cvt) - set(_CVT) or len(set(self.cvt)) != len(self.cvt):
             raise ValueError(f"Config.cvt: expected distinct letters of {_CVT!r}, got {self.cvt!r}")
         if self.q_recompute and (self.q_atomic or set(self.cvt) & set("wix")):
@@ -198,11 +191,6 @@ class Config:
         have no items without cvt_stage, last unless the order names them)."""
         order = self.order + "".join(c for c in "WC" if c not in self.order)
         return sum(_STAGES.index(c) << (4 * i) for i, c in enumerate(order))
-
-    def hyp_first_code(self) -> int:
-        """Config.hyp_first as the kernel's HYPF constexpr: bit s set where stage number s puts the
-        hypernetworks' items first."""
-        return sum(1 << _STAGES.index(c) for c in self.hyp_first)
 
 
 DEFAULT_CONFIG = Config()
@@ -760,7 +748,6 @@ def _fused_bwd_kernel(
     RSS: tl.constexpr = 1,  # M ranges per R / S tile (atomics into zeroed dW_hid / dW_in when > 1)
     CVS: tl.constexpr = False,  # Config.cvt_stage: the copies by stages W and C, not by P
     O_FMA: tl.constexpr = False,  # Config.o_iou_fma
-    HYPF: tl.constexpr = 0,  # Config.hyp_first: bit s, the hypernetworks' items of stage s before the IoU MLP's
     TRACE: tl.constexpr = False,
 ):
     OM: tl.constexpr = 32  # dW_out rows: all KG rows in one tile (IoU uses 4 of them)
@@ -836,9 +823,6 @@ def _fused_bwd_kernel(
         start = start + n
     n_iou = _pick8(stage, np_i, no_i, nq_i * sq_i, nr_i, nt_i * st_i, ns_i, nw_i, nc_i, 6 + 2 * CVS)
     n_hyp = _pick8(stage, np_h, no_h, nq_h * sq_h, nr_h, nt_h * st_h, ns_h, nw_h, nc_h, 6 + 2 * CVS)
-    if HYPF != 0:  # this stage's tickets rotated: the 4 n_hyp hypernetwork items first, then the IoU MLP's
-        if (((zero + HYPF) >> stage) & 1) != 0:
-            u = (u + n_iou) % tl.maximum(n_iou + 4 * n_hyp, 1)
     mlp, lt = _split(u, n_iou, n_hyp)
 
     # ---- this MLP's tensors ---------------------------------------------------------------------------
@@ -1443,7 +1427,6 @@ def launch(
         RSS=fl["RSS"],
         CVS=cfg.cvt_stage,
         O_FMA=cfg.o_iou_fma,
-        HYPF=cfg.hyp_first_code(),
         TRACE=trace is not None,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,

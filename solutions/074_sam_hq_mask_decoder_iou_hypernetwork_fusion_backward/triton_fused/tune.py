@@ -320,19 +320,9 @@ VARIANTS: dict[str, Config] = {
     "b1cs_wp": R(_O128_CS, order="WPCOQRTS"),
     "b1cs_wpo": R(_O128_CS, order="WPOCQRTS"),
     "s3w4xcs_wp": R(_W4_X_CS, order="WPCOQRTS"),
-    # session 55: the hypernetworks' items first in some stages' tickets (Config.hyp_first). The H100 trace at M = 512
-    # (session 38) had the hypernetworks' P items in the second wave (IoU's D2 tiles and copies take the first) and
-    # their chain (Q from 17-21 us, S to the end of the span) after the IoU MLP's
-    "b1best_hfp": R(_BEST_OFMA, hyp_first="P"),
-    "b1best_hfpq": R(_BEST_OFMA, hyp_first="PQ"),
-    "b1best_hfqrts": R(_BEST_OFMA, hyp_first="QRTS"),
-    "b1best_hf": R(_BEST_OFMA, hyp_first="POQRTS"),
-    "b1cs_hfp": R(_O128_CS, hyp_first="P"),
-    "b1cs_hf": R(_O128_CS, hyp_first="PWCOQRTS"),
-    "s3w4xcs_hfp": R(_W4_X_CS, hyp_first="P"),
-    "s3w4xcs_hf": R(_W4_X_CS, hyp_first="PWCOQRTS"),
-    "s3hx_ofma_hfp": R(_S3HX_OFMA, hyp_first="P"),
-    "s3hx_ofma_hf": R(_S3HX_OFMA, hyp_first="POQRTS"),
+    # session 55: the hypernetworks' items first in some stages' tickets (Config.hyp_first; variants b1best_hfp, _hfpq,
+    # _hfqrts, _hf, b1cs_hfp, b1cs_hf, s3w4xcs_hfp, s3w4xcs_hf, s3hx_ofma_hfp, s3hx_ofma_hf): 1.5-4.4 us slower above
+    # M = 384 and slower or level in the other bands on an H100 (NOTES, "Session 55"); the code is at 01f9fca
     # session 47: two launches (Config.split: the K-loop stages in a build of their own, two programs per SM), variants
     # b1split, b1split_2pp, b1split_2pp_c, b1split_2pp_po, b1split_2pp_op, b1cs_split, b1cs_split_2pp, s3hx_split and
     # s3hx_split_2pp: 3.6-7.7x slower on an H100 (NOTES, "Session 47"); the code and these variants are at a66e56d
