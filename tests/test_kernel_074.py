@@ -8,8 +8,9 @@ tight. The shipped table runs once through the entry point (fp16 operands); the 
 (fewer programs, so the interpreter is faster) and cover the code paths a Config selects: Q waiting for P
 or recomputing D2, prefetching or chunked K loops, split-K by atomics or by the last arriver, R/S in one
 K chunk or in a loop, one or every thread polling, several stage orders. After each call the per-tile
-counters and the next call's counter header must be zero. The `gpu` test checks official workloads with
-the official tolerance.
+counters and the next call's counter header must be zero. A TRACE build's per-item records (timers read as
+zero in the interpreter) check the ticket order: stage by stage, the IoU MLP's items first. The `gpu` test checks
+official workloads with the official tolerance.
 """
 
 from __future__ import annotations
