@@ -302,7 +302,7 @@ def _ticket_items(kernel, monkeypatch, m: int, cfg) -> list[tuple[str, int, int]
     kernel.launch(args, outs, cfg, trace=trace)
     _check(task, args, outs)
     rec = trace.view(n, 6)
-    return [("POQRTSWC"[int(r[4]) & 15], (int(r[4]) >> 4) & 15, int(r[5])) for r in rec]
+    return [(kernel._STAGES[int(r[4]) & 15], (int(r[4]) >> 4) & 15, int(r[5])) for r in rec]
 
 
 @pytest.mark.parametrize("order", ["POQRTS", "PQTSRO"])

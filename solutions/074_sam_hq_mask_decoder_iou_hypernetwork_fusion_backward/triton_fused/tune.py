@@ -328,7 +328,7 @@ VARIANTS: dict[str, Config] = {
     # s3hx_split_2pp: 3.6-7.7x slower on an H100 (NOTES, "Session 47"); the code and these variants are at a66e56d
 }
 DEFAULT_VARIANTS = ["s1", "s2", "s3", "b1", "b2", "b3"]
-STAGE_NAMES = "POQRTSWC"
+STAGE_NAMES = kernel._STAGES  # the stage numbers of the records (stage + 16 mlp + 256 smid)
 
 
 def trace_summary(rec: torch.Tensor, n: int) -> dict:
