@@ -326,6 +326,11 @@ CASES = {
     "multi-pre2": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, pre2=True)),
     "persistent-no-pre2": (1, 3, 6, 40, True, dict(grid=1, hb=512, csplit=2, pre2=False)),
     "multi-no-pre2-nc32": (2, 1, 5, 40, False, dict(mode="multi", grid=40, hb=512, nc=32, pre2=False)),
+    # phase 6 with its PE rows and weights loaded before the barrier, no phase 6a (pre6): persistent with two
+    # row tiles on one program (the first item's operands before the barrier, the others' in the loop; ksplit6
+    # 8 is overridden), 2 column parts; multi (one item per program), 4 column parts, T = 3
+    "persistent-pre6": (3, 2, 5, 40, False, dict(grid=1, hb=512, csplit=2, ksplit6=8, pre6=True)),
+    "multi-pre6": (2, 1, 3, 40, True, dict(mode="multi", grid=40, hb=512, pre6=True)),
 }
 
 
@@ -373,6 +378,9 @@ def test_decompositions_exact(task, case):
         assert -(-min(plan.CH, S) // plan.P7BS) == tiles
     if case.endswith("pre5"):  # the case runs the preloaded phase 5
         assert plan.HB <= overrides["pre5"]
+    if case.endswith("pre6"):  # the preloaded phase 6 replaces phase 6a; several row tiles where persistent
+        assert plan.KP6 == 1 and 9 not in plan.work and 9 not in plan.phases
+        assert plan.NRT > 1 or case.startswith("multi")
     if case.endswith("p4-split"):
         assert plan.NSP4 > 1 and plan.work[4] == plan.NRT * 8 * plan.ND * plan.NSP4
     _check(outs, task.reference(*args), TOLERANCE, max_abs=2e-5)
@@ -681,6 +689,7 @@ def test_tune_variants_plan_and_time_wrong_rule():
         ("tpk7_min", 16),
         ("tpk4_chunk", -1),
         ("pre5", 48),
+        ("pre6", 1),
         ("plan_programs", -1),
         ("stages1", -1),
         ("stages1_tpk4", 9),

@@ -968,8 +968,6 @@ def _ph6_ln3_i2t_fold(
     C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
     NC: tl.constexpr, QS: tl.constexpr = 1, CP: tl.constexpr = 1, KP: tl.constexpr = 1,
 ):  # fmt: skip
-    M8: tl.constexpr = 8 * TPK
-    NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
     part = w % CP
     h, r, valid, d, y, mean, rstd = _head_rows(w // CP, live, y3acc, R, C)
     if KP > 1:  # K_h, V_h (with biases) from phase 6a's accumulator
@@ -982,6 +980,65 @@ def _ph6_ln3_i2t_fold(
         )
         kh += tl.load(bk + d, mask=live, other=0.0)[None, :]
         vh += tl.load(bv + d, mask=live, other=0.0)[None, :]
+    _ph6_fold(
+        kh, vh, kh, kh, part, live, h, r, valid, d, y, mean, rstd, y3acc, ln3w, ln3b, out_q, wq, bq, wo, a2,
+        c2, vwb, vws, T, C, TPK, P3, RN, NC, CP, False,
+    )  # fmt: skip
+
+
+@triton.jit
+def _ph6_operands(w, live, wk, wv, wq, wo, C: tl.constexpr, CP: tl.constexpr):
+    """The weights of phase-6 work item w (`Config.pre6`: no phase 6a): head h's Wk and Wv rows [16, C], its Wq
+    rows on the part's output columns [16, C / CP] and Wout_i2t's [C / CP, 16] block of those columns. Loaded
+    before the phase's barrier (the query PE rows too were 64 more spill bytes on sm_90a: they load after it,
+    beside the LayerNorm-3 rows)."""
+    NCS: tl.constexpr = C // CP
+    d = ((w // CP) % 8) * 16 + tl.arange(0, 16)
+    c = tl.arange(0, C)
+    ok = (c[None, :] < C) & live  # [1, C]; `live` may be a runtime [1] mask (the first item: pid < items)
+    w_k = tl.load(wk + d[:, None] * C + c[None, :], mask=ok, other=0.0)
+    w_v = tl.load(wv + d[:, None] * C + c[None, :], mask=ok, other=0.0)
+    cn = (w % CP) * NCS + tl.arange(0, NCS)
+    okn = (cn[None, :] < C) & live  # [1, NCS]
+    w_q = tl.load(wq + d[:, None] * C + cn[None, :], mask=okn, other=0.0)  # [16, NCS]
+    # [NCS, 16]: Wout_i2t[cn, h]
+    w_o = tl.load(wo + cn[:, None] * 128 + d[None, :], mask=tl.trans(okn), other=0.0)
+    return w_k, w_v, w_q, w_o
+
+
+@triton.jit
+def _ph6_loaded(
+    w, live, y3acc, qp_ptr, w_k, w_v, w_q, w_o, ln3w, ln3b, out_q, wq, bq, bk, bv, wo, a2, c2, vwb, vws, R, T,
+    C: tl.constexpr, TPK: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, CP: tl.constexpr,
+):  # fmt: skip
+    """Phase-6 work item w with its weights already in registers (`_ph6_operands`; no phase 6a): LayerNorm 3 of
+    the rows it loads anyway, + the query PE for K, K_h and V_h as one K = 256 product each, then as
+    `_ph6_ln3_i2t_fold` (the same operations but for the contraction's summation order)."""
+    h, r, valid, d, y, mean, rstd = _head_rows(w // CP, live, y3acc, R, C)
+    x3 = _ln_cols(y, mean, rstd, ln3w, ln3b, tl.arange(0, C), live)
+    pe = tl.load(qp_ptr + r[:, None] * C + tl.arange(0, C)[None, :], mask=valid[:, None], other=0.0)
+    kh = _tdot(x3 + pe, tl.trans(w_k), tl.zeros([_RT, 16], tl.float32), P3, RN)
+    vh = _tdot(x3, tl.trans(w_v), tl.zeros([_RT, 16], tl.float32), P3, RN)
+    kh += tl.load(bk + d, mask=live, other=0.0)[None, :]
+    vh += tl.load(bv + d, mask=live, other=0.0)[None, :]
+    _ph6_fold(
+        kh, vh, w_q, w_o, w % CP, live, h, r, valid, d, y, mean, rstd, y3acc, ln3w, ln3b, out_q, wq, bq, wo, a2,
+        c2, vwb, vws, T, C, TPK, P3, RN, C // CP, CP, True,
+    )  # fmt: skip
+
+
+@triton.jit
+def _ph6_fold(
+    kh, vh, w_qp, w_op, part, live, h, r, valid, d, y, mean, rstd, y3acc, ln3w, ln3b, out_q, wq, bq, wo, a2, c2,
+    vwb, vws, T, C: tl.constexpr, TPK: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, NC: tl.constexpr,
+    CP: tl.constexpr, PRE: tl.constexpr,
+):  # fmt: skip
+    """The rest of phase-6 work item (row tile, head h, column part), given K_h and V_h of its rows (biases in):
+    c2 = bq_h . K_ht, A2 = Wq_h^T K_ht and VW = Wout_h V_ht on the part's columns in NC-wide pieces (PRE: the
+    part's Wq rows w_qp and Wout columns w_op were loaded already, one piece); head 0 stores output_queries."""
+    M8: tl.constexpr = 8 * TPK
+    NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
+    tl.static_assert(not PRE or NC == NCS, "preloaded Wq / Wout columns: one piece")
     kh = tl.where(valid[:, None], kh * X_SCALE, 0.0)
     cb = tl.sum(kh * tl.load(bq + d, mask=live, other=0.0)[None, :], 1)  # bq_h . K_ht
     item = r // T
@@ -991,10 +1048,18 @@ def _ph6_ln3_i2t_fold(
         tl.store(c2 + j, cb, mask=valid)
     for nb in range(part * NCS, part * NCS + NCS, NC):  # this item's output columns in NC-wide pieces
         cn = nb + tl.arange(0, NC)
-        w_q = tl.load(wq + d[:, None] * C + cn[None, :], mask=live, other=0.0)  # [16, NC]
+        if PRE:
+            w_q = w_qp
+        else:
+            w_q = tl.load(wq + d[:, None] * C + cn[None, :], mask=live, other=0.0)  # [16, NC]
         a = _tdot(kh, w_q, tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]  Wq_h^T K_ht
         tl.store(a2 + j[:, None] * C + cn[None, :], _tf32_rn(a, RN), mask=valid[:, None])
-        w_o = tl.load(wo + cn[:, None] * 128 + d[None, :], mask=live, other=0.0)  # [NC, 16] Wout_i2t[cn, h]
+        if PRE:
+            w_o = w_op
+        else:
+            w_o = tl.load(
+                wo + cn[:, None] * 128 + d[None, :], mask=live, other=0.0
+            )  # [NC, 16] Wout_i2t[cn, h]
         vw = _tdot(vh, tl.trans(w_o), tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]  Wout_h V_ht
         vt = (item[:, None] * C + cn[None, :]) * M8 + jl[:, None]  # VW^T [items, C, 8 * TPK]
         big = _tf32_rn(vw, RN)
@@ -1157,7 +1222,7 @@ def _two_way_kernel(
     SPLIT7: tl.constexpr = False, P7PARTS: tl.constexpr = 1, PDL: tl.constexpr = False, S7: tl.constexpr = 1,
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0, PF_LATE: tl.constexpr = 0,
     F16_3: tl.constexpr = False, F16_7: tl.constexpr = False, KPJ: tl.constexpr = False, BSP: tl.constexpr = 64,
-    KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, W16: tl.constexpr = False,
+    KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, W16: tl.constexpr = False, PRE6: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1165,7 +1230,8 @@ def _two_way_kernel(
     cp.async pipeline of S7 stages). PDL: wait for the previous kernel of the stream first (programmatic
     dependent launch). KPJ (`Config.kproj`): phase 0 ("PHASE" 10) projects the t2i keys and values of every key
     token into kvp at the start, on the programs from P0LO on (those without phase-1a, 1 or 2 items; on all of them
-    where no program is such), and phases 2-4 work on them (`_ph3_kpj_pass`)."""
+    where no program is such), and phases 2-4 work on them (`_ph3_kpj_pass`). PRE6 (`Config.pre6`, only without
+    phase 6a): phase 6's first work item loads its PE rows and weights before the phase-5 barrier."""
     if PDL:
         tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
@@ -1380,6 +1446,9 @@ def _two_way_kernel(
                     w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3_5, RN, NC, QS
                 )
             _item_done(sync, 4, times, G, NMAX, 5, w, t0, PERSIST, INSTR)
+    if PRE6 and (PERSIST or PHASE == 6):  # the first phase-6 item's weights, in flight during the barrier
+        tl.static_assert(KP6 == 1, "pre6: phase 6 computes K_h and V_h itself (no phase 6a)")
+        w_k6, w_v6, w_q6, w_o6 = _ph6_operands(pid, _first_live(pid, n2), i_wk, i_wv, i_wq, i_wo, C, CP)
     if PERSIST:
         _phase_barrier(sync, 4, n5, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
@@ -1397,10 +1466,18 @@ def _two_way_kernel(
     if PERSIST or PHASE == 6:
         for w in range(pid, n2, G):
             t0 = _item_start(INSTR)
-            _ph6_ln3_i2t_fold(
-                w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
-                vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6,
-            )  # fmt: skip
+            if PRE6:
+                if w != pid:
+                    w_k6, w_v6, w_q6, w_o6 = _ph6_operands(w, True, i_wk, i_wv, i_wq, i_wo, C, CP)
+                _ph6_loaded(
+                    w, True, y3acc, qp_ptr, w_k6, w_v6, w_q6, w_o6, ln3w, ln3b, out_q, i_wq, i_bq, i_bk, i_bv, i_wo,
+                    a2, c2, vwb, vws, R, T, C, TPK7, P3_6, RN, CP,
+                )  # fmt: skip
+            else:
+                _ph6_ln3_i2t_fold(
+                    w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
+                    vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6,
+                )  # fmt: skip
             _item_done(sync, 5, times, G, NMAX, 6, w, t0, PERSIST, INSTR)
     if PERSIST:
         _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
@@ -1982,6 +2059,12 @@ class Config:
     # for phase 1, and runs one K = 256 product for the query instead of the kc-piece loop. H200 (session 11,
     # tune.py round 23): geomean 105.3 -> 104.0 us, 0.4-2 us off most workloads
     pre2: bool = True
+    # phase 6 without phase 6a (ksplit6 then counts as 1): each work item loads head h's Wk and Wv rows (2 x 16 KB)
+    # and its column part's Wq rows and Wout_i2t columns before it waits for phase 5, then computes K_h and V_h as
+    # one K = 256 product each from the LayerNorm-3 rows (+ the query PE for K), and A2, c2, VW^T from them: one
+    # work item and one barrier after phase 5 instead of 6a's item, its barrier and phase 6's item. sm_90a (Triton
+    # 3.6, local): the persistent kernel's stack 0-48 -> 0-144 B. Session 56: prepared, unmeasured on a GPU; off
+    pre6: bool = False
     # phases 2 and 6 (csplit) and 1 (csplit1): output columns split over that many work items (more programs;
     # each redoes the K loop, and phase 1 the attention core)
     csplit: int = 4  # (1 until session 4)
@@ -2338,7 +2421,7 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             "p7_gluon: expected () or (consumer registers, loader registers: 24..256, multiples of 8; ring slots "
             f"for TPK7 8 and 4: >= 3; copy groups in flight >= 1; fewest tiles per program >= 0), got {g7!r}"
         )
-    for field in ("p7_gluon_fp16", "p3_fp16"):
+    for field in ("p7_gluon_fp16", "p3_fp16", "pre6"):
         if not isinstance(getattr(cfg, field), bool):
             raise ValueError(f"{field}: expected True or False, got {getattr(cfg, field)!r}")
     if isinstance(cfg.p7_tl_fp16, bool) or not isinstance(cfg.p7_tl_fp16, int) or cfg.p7_tl_fp16 < 0:
@@ -2398,6 +2481,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     cp1 = _fit_once(cfg.csplit1, 8 * NG, programs) if cfg.csplit_fit else cfg.csplit1
     kp1 = _fit_once(cfg.ksplit1, 8 * NG, programs) if cfg.ksplit_fit else cfg.ksplit1
     kp6 = _fit_once(cfg.ksplit6, 8 * NRT, programs) if cfg.ksplit_fit else cfg.ksplit6
+    if cfg.pre6:  # phase 6 computes K_h and V_h itself, from preloaded weights
+        kp6 = 1
     # phase 0 (kproj): where the call is small enough and programs are left over by phases 1a, 1 and 2
     busy = max(8 * NG * (kp1 if kp1 > 1 else 0), 8 * NG * cp1, 8 * NRT * cp)
     n0 = NI * -(-S // cfg.kproj_bs)
@@ -2650,6 +2735,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         KC0=cfg.kproj_kc,
         ST0=cfg.kproj_stages,
         W16=plan.W16,
+        PRE6=cfg.pre6,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

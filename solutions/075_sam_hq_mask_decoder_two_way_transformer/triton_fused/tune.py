@@ -422,6 +422,10 @@ VARIANTS: dict[str, Config] = {
     "p4k8": dataclasses.replace(BASE, kproj_p4_chunks=8),
     "p4k8n16": dataclasses.replace(BASE, kproj_p4_chunks=8, kproj_ncb=16),
     "p4k32n16": dataclasses.replace(BASE, kproj_ncb=16),
+    # session 56: phase 6 without phase 6a, its PE rows and weights loaded before the phase-5 barrier
+    # (Config.pre6); with ksplit6 1 (k6s1) as the same chain without the preloads
+    "pre6": dataclasses.replace(BASE, pre6=True),
+    "k6s1": dataclasses.replace(BASE, ksplit6=1),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
