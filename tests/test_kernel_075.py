@@ -605,13 +605,17 @@ def test_plans_for_official_workloads(task):
 
 def test_ksplit_fit_rule(task):
     """Phases 1a and 6a take ksplit1 / ksplit6 contraction parts (8 by default) where their work items fit the
-    programs (one wave), else half as many (once); ksplit_fit False keeps the configured split."""
-    cfg = kernel.DEFAULT_CONFIG
+    programs (one wave), else half as many (once); ksplit_fit False keeps the configured split. With pre6 (the
+    default) there is no phase 6a: phase 6 computes K_h and V_h itself."""
+    assert kernel.DEFAULT_CONFIG.pre6
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, pre6=False)
     assert (cfg.ksplit1, cfg.ksplit6, cfg.ksplit_fit) == (8, 8, True)
     halved = []
     for i, w in enumerate(task.workloads, 1):
         NI, T, S = _items(w)
         plan = kernel.make_plan(NI, T, S, cfg, 132)
+        shipped = kernel.make_plan(NI, T, S, kernel.DEFAULT_CONFIG, 132)
+        assert shipped.KP6 == 1 and 9 not in shipped.work and shipped.KP1 == plan.KP1
         for kp, units, phase in ((plan.KP1, plan.NG, 8), (plan.KP6, plan.NRT, 9)):
             assert kp == (8 if 8 * units * 8 <= 132 else 4), (i, phase)
             assert plan.work[phase] == 8 * units * kp <= 132
@@ -852,7 +856,8 @@ def test_column_splits_multiply_the_query_side_work_items():
     for cp, cp1 in ((2, 1), (1, 4), (4, 4), (16, 8)):
         split = kernel.make_plan(4, 5, 1024, dataclasses.replace(base, csplit=cp, csplit1=cp1), 132).work
         assert split[1] == cp1 * one[1] and split[2] == cp * one[2] and split[6] == cp * one[6]
-        assert all(split[k] == one[k] for k in (3, 4, 5, 7, 8, 9))
+        others = {k: n for k, n in one.items() if k not in (1, 2, 6)}  # (no phase 6a with pre6)
+        assert {k: n for k, n in split.items() if k not in (1, 2, 6)} == others and 3 in others
 
 
 def test_phases_4_and_5_fit_one_wave():
@@ -899,7 +904,8 @@ def test_plan_programs_decouple_the_plan_from_the_launch():
 def test_contraction_splits_add_phases_1a_and_6a():
     """ksplit1 / ksplit6 add phase 1a ("8") before phase 1 and phase 6a ("9") before phase 6, with that many
     work items per (group or row tile, head); 1 removes them."""
-    none = dataclasses.replace(kernel.DEFAULT_CONFIG, ksplit1=1, ksplit6=1, kproj=0)  # (no phase 0 either)
+    # (no phase 0 either, and pre6, which would override ksplit6, off)
+    none = dataclasses.replace(kernel.DEFAULT_CONFIG, ksplit1=1, ksplit6=1, kproj=0, pre6=False)
     plan = kernel.make_plan(4, 5, 1024, none, 132)
     assert plan.phases == [1, 2, 3, 4, 5, 6, 7] and set(plan.work) == set(plan.phases)
     for k1, k6 in ((2, 1), (1, 8), (4, 4)):

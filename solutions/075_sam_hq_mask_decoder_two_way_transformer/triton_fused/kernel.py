@@ -2063,8 +2063,10 @@ class Config:
     # and its column part's Wq rows and Wout_i2t columns before it waits for phase 5, then computes K_h and V_h as
     # one K = 256 product each from the LayerNorm-3 rows (+ the query PE for K), and A2, c2, VW^T from them: one
     # work item and one barrier after phase 5 instead of 6a's item, its barrier and phase 6's item. sm_90a (Triton
-    # 3.6, local): the persistent kernel's stack 0-48 -> 0-144 B. Session 56: prepared, unmeasured on a GPU; off
-    pre6: bool = False
+    # 3.6, local): the persistent kernel's stack 0-48 -> 0-144 B. H100 (session 56, official runs of all 16
+    # workloads, both orders, --repeat 2): geomean 89.5 -> 88.7 and 89.4 -> 88.6 us (-0.92 / -0.95 %), 15 of 16
+    # faster (#10 54.9 -> 53.1, #1 84.7 -> 82.8 us), #14 0.3-0.7 us slower; on since
+    pre6: bool = True
     # phases 2 and 6 (csplit) and 1 (csplit1): output columns split over that many work items (more programs;
     # each redoes the K loop, and phase 1 the attention core)
     csplit: int = 4  # (1 until session 4)

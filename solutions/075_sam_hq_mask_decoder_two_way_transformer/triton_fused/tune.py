@@ -63,8 +63,8 @@ BASE = kernel.DEFAULT_CONFIG
 # rounds 10 and 11; B6 = 54dc7a1 (session 6: tpk7_min 4, hb_fit), the base of rounds 12-17; B7 = fdccf0c (session
 # 7: acc_t, bs1 32, stages1 by architecture: 3 on the H200), the base of round 18; B8 = 1c74dff (session 8:
 # tpk4_chunk 64), the base of rounds 19-20; P5 = d83a5ee (session 10: split7), the base of rounds 21-22; BASE =
-# the shipped defaults (session 11: pre5).
-P5 = dataclasses.replace(BASE, pre5=0)
+# the shipped defaults (session 11: pre5; pre6 off in P5 and the variants that set ksplit6, which pre6 overrides).
+P5 = dataclasses.replace(BASE, pre5=0, pre6=False)
 B8 = dataclasses.replace(P5, split7=0)
 B7 = dataclasses.replace(B8, tpk4_chunk=0)
 B6 = dataclasses.replace(B7, acc_t=False, bs1=16, stages1=3)
@@ -358,8 +358,8 @@ VARIANTS: dict[str, Config] = {
     "s27qs2": dataclasses.replace(BASE, qstages=2),
     "s27qs3": dataclasses.replace(BASE, qstages=3),
     "k1s2": dataclasses.replace(BASE, ksplit1=2),
-    "k6s2": dataclasses.replace(BASE, ksplit6=2),
-    "ks8": dataclasses.replace(BASE, ksplit1=8, ksplit6=8),
+    "k6s2": dataclasses.replace(BASE, ksplit6=2, pre6=False),
+    "ks8": dataclasses.replace(BASE, ksplit1=8, ksplit6=8, pre6=False),
     "csp2": dataclasses.replace(BASE, csplit=2, csplit1=2),
     "nd4": dataclasses.replace(BASE, nd=4),
     # session 27, prepared; run in session 28 (all within 0.4 % of base, NOTES.md): the column splits of phases 1,
@@ -422,10 +422,11 @@ VARIANTS: dict[str, Config] = {
     "p4k8": dataclasses.replace(BASE, kproj_p4_chunks=8),
     "p4k8n16": dataclasses.replace(BASE, kproj_p4_chunks=8, kproj_ncb=16),
     "p4k32n16": dataclasses.replace(BASE, kproj_ncb=16),
-    # session 56: phase 6 without phase 6a, its PE rows and weights loaded before the phase-5 barrier
-    # (Config.pre6); with ksplit6 1 (k6s1) as the same chain without the preloads
-    "pre6": dataclasses.replace(BASE, pre6=True),
-    "k6s1": dataclasses.replace(BASE, ksplit6=1),
+    # session 56: phase 6 without phase 6a, its weights loaded before the phase-5 barrier (Config.pre6, on since:
+    # H100, -0.92 / -0.95 % in official A/Bs of both orders); pre6x: off (phase 6a, as before); k6s1: no phase 6a and
+    # no preloads
+    "pre6x": dataclasses.replace(BASE, pre6=False),
+    "k6s1": dataclasses.replace(BASE, pre6=False, ksplit6=1),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
