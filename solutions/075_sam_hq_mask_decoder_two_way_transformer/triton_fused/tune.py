@@ -427,6 +427,9 @@ VARIANTS: dict[str, Config] = {
     # no preloads
     "pre6x": dataclasses.replace(BASE, pre6=False),
     "k6s1": dataclasses.replace(BASE, pre6=False, ksplit6=1),
+    # ... and the same question for phase 1: no phase 1a (its K loop's pieces all in flight with qstages 4; session 5
+    # measured ksplit1 1 against 4 with one stage)
+    "k1s1": dataclasses.replace(BASE, ksplit1=1),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
