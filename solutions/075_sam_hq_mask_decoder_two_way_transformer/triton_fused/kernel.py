@@ -990,8 +990,8 @@ def _ph6_ln3_i2t_fold(
 def _ph6_operands(w, live, wk, wv, wq, wo, C: tl.constexpr, CP: tl.constexpr):
     """The weights of phase-6 work item w (`Config.pre6`: no phase 6a): head h's Wk and Wv rows [16, C], its Wq
     rows on the part's output columns [16, C / CP] and Wout_i2t's [C / CP, 16] block of those columns. Loaded
-    before the phase's barrier (the query PE rows too were 64 more spill bytes on sm_90a: they load after it,
-    beside the LayerNorm-3 rows)."""
+    before the phase's barrier (with the query PE rows too, up to 64 more bytes of stack on sm_90a: they load after
+    it, beside the LayerNorm-3 rows)."""
     NCS: tl.constexpr = C // CP
     d = ((w // CP) % 8) * 16 + tl.arange(0, 16)
     c = tl.arange(0, C)
@@ -1057,9 +1057,8 @@ def _ph6_fold(
         if PRE:
             w_o = w_op
         else:
-            w_o = tl.load(
-                wo + cn[:, None] * 128 + d[None, :], mask=live, other=0.0
-            )  # [NC, 16] Wout_i2t[cn, h]
+            # [NC, 16]: Wout_i2t[cn, h]
+            w_o = tl.load(wo + cn[:, None] * 128 + d[None, :], mask=live, other=0.0)
         vw = _tdot(vh, tl.trans(w_o), tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]  Wout_h V_ht
         vt = (item[:, None] * C + cn[None, :]) * M8 + jl[:, None]  # VW^T [items, C, 8 * TPK]
         big = _tf32_rn(vw, RN)
@@ -1231,7 +1230,7 @@ def _two_way_kernel(
     dependent launch). KPJ (`Config.kproj`): phase 0 ("PHASE" 10) projects the t2i keys and values of every key
     token into kvp at the start, on the programs from P0LO on (those without phase-1a, 1 or 2 items; on all of them
     where no program is such), and phases 2-4 work on them (`_ph3_kpj_pass`). PRE6 (`Config.pre6`, only without
-    phase 6a): phase 6's first work item loads its PE rows and weights before the phase-5 barrier."""
+    phase 6a): phase 6's first work item loads its weights before the phase-5 barrier."""
     if PDL:
         tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
