@@ -326,9 +326,9 @@ CASES = {
     "multi-pre2": (2, 1, 5, 40, True, dict(mode="multi", grid=40, hb=512, pre2=True)),
     "persistent-no-pre2": (1, 3, 6, 40, True, dict(grid=1, hb=512, csplit=2, pre2=False)),
     "multi-no-pre2-nc32": (2, 1, 5, 40, False, dict(mode="multi", grid=40, hb=512, nc=32, pre2=False)),
-    # phase 6 with its PE rows and weights loaded before the barrier, no phase 6a (pre6): persistent with two
-    # row tiles on one program (the first item's operands before the barrier, the others' in the loop; ksplit6
-    # 8 is overridden), 2 column parts; multi (one item per program), 4 column parts, T = 3
+    # phase 6 with its weights loaded before the barrier (the PE rows after it), no phase 6a (pre6): persistent
+    # with two row tiles on one program (the first item's weights before the barrier, the others' in the loop;
+    # ksplit6 8 is overridden), 2 column parts; multi (one item per program), 4 column parts, T = 3
     "persistent-pre6": (3, 2, 5, 40, False, dict(grid=1, hb=512, csplit=2, ksplit6=8, pre6=True)),
     "multi-pre6": (2, 1, 3, 40, True, dict(mode="multi", grid=40, hb=512, pre6=True)),
 }
