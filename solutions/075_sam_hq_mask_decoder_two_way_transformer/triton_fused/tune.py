@@ -424,11 +424,11 @@ VARIANTS: dict[str, Config] = {
     "p4k32n16": dataclasses.replace(BASE, kproj_ncb=16),
     # session 56: phase 6 without phase 6a, its weights loaded before the phase-5 barrier (Config.pre6, on since:
     # H100, -0.92 / -0.95 % in official A/Bs of both orders); pre6x: off (phase 6a, as before); k6s1: no phase 6a and
-    # no preloads
+    # no preloads (session 57, H100: 0.3-2.4 us slower than pre6x, so the preloads carry pre6's gain)
     "pre6x": dataclasses.replace(BASE, pre6=False),
     "k6s1": dataclasses.replace(BASE, pre6=False, ksplit6=1),
     # ... and the same question for phase 1: no phase 1a (its K loop's pieces all in flight with qstages 4; session 5
-    # measured ksplit1 1 against 4 with one stage)
+    # measured ksplit1 1 against 4 with one stage). Session 57, H100: 2.0-7.4 us slower on every workload timed
     "k1s1": dataclasses.replace(BASE, ksplit1=1),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
