@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from harness.correctness import compute_error_stats
 from harness.inputs import gen_inputs
@@ -320,6 +322,12 @@ CASES = {
     # the barrier, the other items' in the loop) and multi (one item per program)
     "persistent-pre5": (1, 2, 5, 70, False, dict(grid=1, hb=64, hb_fit=False, pre5=64)),
     "multi-pre5": (2, 1, 3, 40, True, dict(mode="multi", grid=40, hb=32, hb_fit=False, pre5=32)),
+    # the same with 16-wide MLP blocks (what hb_spread plans for one row tile): 128 items on one program
+    "persistent-pre5-hb16": (1, 2, 5, 70, False, dict(grid=1, hb=16, hb_fit=False, pre5=32)),
+    # phases 5 and 6 shifted to the programs after the previous phase's (shift56; planned for 132 programs, so
+    # that the shifts are not 0 and their code runs on the one interpreted program)
+    "persistent-shift56": (1, 2, 5, 70, False, dict(grid=1, plan_programs=132, shift56=True)),
+    "persistent-shift256": (1, 1, 4, 70, True, dict(grid=1, plan_programs=132, shift2=True, shift56=True)),
     # phase 2 with its PE rows and weights loaded before the barrier (pre2, the default), 2 and 4 column parts,
     # and without (the kc-piece loop, with 32-wide column pieces too)
     "persistent-pre2": (1, 3, 6, 40, False, dict(grid=1, hb=512, csplit=2, pre2=True)),
@@ -378,6 +386,12 @@ def test_decompositions_exact(task, case):
         assert -(-min(plan.CH, S) // plan.P7BS) == tiles
     if case.endswith("pre5"):  # the case runs the preloaded phase 5
         assert plan.HB <= overrides["pre5"]
+    if case.endswith("shift56"):
+        assert plan.SH5 == plan.work[4] and plan.SH6 == plan.work[4] + plan.work[5]
+    if case.endswith("shift256"):
+        assert plan.SH2 == plan.work[1] and plan.SH5 > 0 and plan.SH6 > 0
+    if case.endswith("pre5-hb16"):
+        assert plan.HB == 16 and plan.work[5] == 2048 // 16
     if case.endswith("pre6"):  # the preloaded phase 6 replaces phase 6a; several row tiles where persistent
         assert plan.KP6 == 1 and 9 not in plan.work and 9 not in plan.phases
         assert plan.NRT > 1 or case.startswith("multi")
@@ -885,6 +899,68 @@ def test_phases_4_and_5_fit_one_wave():
     # a few programs (a GPU partition, or one interpreted program) must not grow hb past one doubling: hb 2048
     # needs 1.5 MB of shared memory
     assert kernel.make_plan(8, 5, 1024, cfg, 1).HB == 2 * cfg.hb
+
+
+def test_shift56_puts_phases_5_and_6_after_the_previous_phase_programs():
+    """shift56: phase 5's items start on the program after phase 4's last, phase 6's after phase 5's, where the
+    two phases' items fit the programs together; otherwise (and in multi mode, and by default) on program 0."""
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, shift56=True)
+    one = kernel.make_plan(1, 4, 4096, cfg, 132)  # #14: 32 + 64 + 32 items
+    w = one.work
+    assert (one.SH5, one.SH6) == (w[4], w[4] + w[5]) and w[4] + w[5] + w[6] <= 132
+    assert (kernel.make_plan(1, 4, 4096, kernel.DEFAULT_CONFIG, 132).SH5, one.SH6) != (0, 0)
+    for NI, T, S in ((8, 5, 1024), (16, 4, 4096), (4, 5, 1024)):  # phase 5 fills the wave with its neighbours
+        plan = kernel.make_plan(NI, T, S, cfg, 132)
+        assert plan.SH5 == (plan.work[4] if plan.work[4] + plan.work[5] <= 132 else 0)
+        assert plan.SH6 == ((plan.SH5 + plan.work[5]) % 132 if plan.work[5] + plan.work[6] <= 132 else 0)
+    assert kernel.make_plan(8, 5, 1024, cfg, 132).SH5 == 0  # 3 row tiles: 96 + 96 items do not fit
+    # shift2: phase 2 after phase 1's programs, inside those phase 0 leaves to the query chain (from P0LO on)
+    two = kernel.make_plan(1, 4, 4096, dataclasses.replace(cfg, shift2=True), 132)
+    assert two.KPJ and two.SH2 == two.work[1] and two.SH2 + two.work[2] <= two.P0LO and two.P0LO == one.P0LO
+    assert one.SH2 == 0 and kernel.make_plan(8, 5, 1024, dataclasses.replace(cfg, shift2=True), 132).SH2 == 0
+    multi = kernel.make_plan(1, 4, 4096, dataclasses.replace(cfg, mode="multi"), 132)
+    default = kernel.make_plan(1, 4, 4096, kernel.DEFAULT_CONFIG, 132)
+    assert (multi.SH5, multi.SH6, default.SH5, default.SH6, default.SH2) == (0, 0, 0, 0, 0)
+
+
+@triton.jit
+def _slot_probe(out, n, SH: tl.constexpr):
+    pid = tl.program_id(0)
+    G = tl.num_programs(0)
+    for w in range(kernel._slot(pid, G, SH), n, G):
+        tl.store(out + w + tl.arange(0, 1), pid + tl.zeros([1], tl.int32))
+
+
+@pytest.mark.parametrize("G, n, SH", [(7, 5, 0), (7, 5, 3), (7, 16, 4), (5, 12, 9), (1, 3, 32), (4, 4, 4)])
+def test_slot_assigns_every_item_once_from_program_sh(G, n, SH):
+    """_slot (interpreter): items start on program SH % G and go round the programs, each item exactly once."""
+    out = torch.full((n,), -1, dtype=torch.int32, device=DEVICE)
+    _slot_probe[(G,)](out, n, SH)
+    assert out.tolist() == [(w + SH) % G for w in range(n)]
+
+
+def test_hb_spread_halves_the_mlp_blocks_where_twice_the_items_fit():
+    """hb_spread: phase 5's blocks halved once where twice its work items still fit the programs (one row tile:
+    128 blocks of 16), never below 16, and left alone where hb_fit doubled them or two row tiles fill a wave."""
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, hb_spread=True)
+    base = kernel.DEFAULT_CONFIG
+    for NI, T, S, hb in (
+        (1, 4, 4096, 16),
+        (2, 5, 1024, 16),
+        (1, 16, 4096, 16),
+        (2, 16, 4096, 32),
+        (4, 5, 1024, 32),
+        (8, 5, 1024, 64),
+    ):
+        plan = kernel.make_plan(NI, T, S, cfg, 132)
+        assert plan.HB == hb and plan.work[5] <= 132
+        assert plan.HB in (
+            kernel.make_plan(NI, T, S, base, 132).HB // 2,
+            kernel.make_plan(NI, T, S, base, 132).HB,
+        )
+    assert kernel.make_plan(1, 4, 4096, dataclasses.replace(cfg, hb=16), 132).HB == 16  # not below 16
+    few = kernel.make_plan(1, 4, 4096, cfg, 40)  # hb_fit doubled the blocks for 40 programs: spread keeps 64
+    assert few.HB == 64 == kernel.make_plan(1, 4, 4096, base, 40).HB
 
 
 def test_plan_programs_decouple_the_plan_from_the_launch():

@@ -168,6 +168,16 @@ def _phase_barrier(
 
 
 @triton.jit
+def _slot(pid, G, SH: tl.constexpr):
+    """Persistent mode: the first work item of program pid in a phase whose items start on program SH (item w on
+    program (w + SH) % G; `Config.shift56`). SH 0: pid itself, the code of the unshifted phases."""
+    if SH == 0:
+        return pid
+    else:
+        return (pid + (G - SH % G)) % G
+
+
+@triton.jit
 def _first_live(pid, n):
     """Whether program pid has a first work item among n, as a [1] mask for the loads of that item issued
     before the phase's barrier (the interpreter refuses a scalar comparison as a load mask)."""
@@ -1222,6 +1232,7 @@ def _two_way_kernel(
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0, PF_LATE: tl.constexpr = 0,
     F16_3: tl.constexpr = False, F16_7: tl.constexpr = False, KPJ: tl.constexpr = False, BSP: tl.constexpr = 64,
     KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, W16: tl.constexpr = False, PRE6: tl.constexpr = False,
+    SH2: tl.constexpr = 0, SH5: tl.constexpr = 0, SH6: tl.constexpr = 0,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1230,7 +1241,8 @@ def _two_way_kernel(
     dependent launch). KPJ (`Config.kproj`): phase 0 ("PHASE" 10) projects the t2i keys and values of every key
     token into kvp at the start, on the programs from P0LO on (those without phase-1a, 1 or 2 items; on all of them
     where no program is such), and phases 2-4 work on them (`_ph3_kpj_pass`). PRE6 (`Config.pre6`, only without
-    phase 6a): phase 6's first work item loads its weights before the phase-5 barrier."""
+    phase 6a): phase 6's first work item loads its weights before the phase-5 barrier. SH2 / SH5 / SH6
+    (persistent, `Config.shift2` / `shift56`): phases 2, 5 and 6 start their items on program SH2 / SH5 / SH6."""
     if PDL:
         tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
@@ -1375,16 +1387,17 @@ def _two_way_kernel(
             t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
             n_ch, CH, S, PF_W, PF_TOK, C, 3 if PF_LATE == 3 else 7,
         )  # fmt: skip
+    w2 = _slot(pid, G, SH2)  # this program's first phase-2 item
     if PRE2 and (PERSIST or PHASE == 2):  # the first phase-2 item's PE rows and weights, during the barrier
-        pe2, w_q2, w_k2 = _ph2_operands(pid, _first_live(pid, n2), qp_ptr, t_wq, t_wk, R, C, CP, KPJ)
+        pe2, w_q2, w_k2 = _ph2_operands(w2, _first_live(w2, n2), qp_ptr, t_wq, t_wk, R, C, CP, KPJ)
     if PERSIST:
         _phase_barrier(sync, 0, n1, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 2:
-        for w in range(pid, n2, G):
+        for w in range(w2, n2, G):
             t0 = _item_start(INSTR)
             if PRE2:
-                if w != pid:
+                if w != w2:
                     pe2, w_q2, w_k2 = _ph2_operands(w, True, qp_ptr, t_wq, t_wk, R, C, CP, KPJ)
                 _ph2_loaded(
                     w, True, y1acc, pe2, w_q2, w_k2, ln1w, ln1b, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
@@ -1428,16 +1441,17 @@ def _two_way_kernel(
                 C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF, KPJ,
             )  # fmt: skip
             _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
+    w5 = _slot(pid, G, SH5)  # this program's first phase-5 item
     if PRE5 and (PERSIST or PHASE == 5):  # the first phase-5 item's weights, in flight during the barrier
-        w_1, w_2 = _ph5_weights(pid, _first_live(pid, n5), m_w1, m_w2, C, HB)
+        w_1, w_2 = _ph5_weights(w5, _first_live(w5, n5), m_w1, m_w2, C, HB)
     if PERSIST:
         _phase_barrier(sync, 3, n4, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 5:
-        for w in range(pid, n5, G):
+        for w in range(w5, n5, G):
             t0 = _item_start(INSTR)
             if PRE5:
-                if w != pid:
+                if w != w5:
                     w_1, w_2 = _ph5_weights(w, True, m_w1, m_w2, C, HB)
                 _ph5_mlp_loaded(w, True, y2acc, ln2w, ln2b, w_1, m_b1, w_2, m_b2, y3acc, R, C, HB, P3_5, RN)
             else:
@@ -1445,9 +1459,10 @@ def _two_way_kernel(
                     w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3_5, RN, NC, QS
                 )
             _item_done(sync, 4, times, G, NMAX, 5, w, t0, PERSIST, INSTR)
+    w6 = _slot(pid, G, SH6)  # this program's first phase-6 item
     if PRE6 and (PERSIST or PHASE == 6):  # the first phase-6 item's weights, in flight during the barrier
         tl.static_assert(KP6 == 1, "pre6: phase 6 computes K_h and V_h itself (no phase 6a)")
-        w_k6, w_v6, w_q6, w_o6 = _ph6_operands(pid, _first_live(pid, n2), i_wk, i_wv, i_wq, i_wo, C, CP)
+        w_k6, w_v6, w_q6, w_o6 = _ph6_operands(w6, _first_live(w6, n2), i_wk, i_wv, i_wq, i_wo, C, CP)
     if PERSIST:
         _phase_barrier(sync, 4, n5, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
@@ -1463,10 +1478,10 @@ def _two_way_kernel(
             _phase_barrier(sync, 8, n6a, times, pid, MAXSPIN, SPIN_NS, False)  # (nor for 6a)
 
     if PERSIST or PHASE == 6:
-        for w in range(pid, n2, G):
+        for w in range(w6, n2, G):
             t0 = _item_start(INSTR)
             if PRE6:
-                if w != pid:
+                if w != w6:
                     w_k6, w_v6, w_q6, w_o6 = _ph6_operands(w, True, i_wk, i_wv, i_wq, i_wo, C, CP)
                 _ph6_loaded(
                     w, True, y3acc, qp_ptr, w_k6, w_v6, w_q6, w_o6, ln3w, ln3b, out_q, i_wq, i_bq, i_bk, i_bv, i_wo,
@@ -1999,6 +2014,19 @@ class Config:
     # and 4-row-tile workloads #1, #5, #6, #11: 4-5 % faster in session 6's sweep; geomean 122.3 -> 121.4 us).
     # Once: a few programs (a small GPU partition) would otherwise grow hb past what fits in shared memory
     hb_fit: bool = True
+    # phase 5: halve hb once (to 16 at least) where twice its work items still fit the programs, so that more SMs
+    # share the MLP's 4 MB of weights (hb 16 on the one-row-tile workloads: 128 items of 32 KB each). Session 58's
+    # stamps (H100, #14) put a phase-5 item with 64 KB of preloaded weights at 5.8 us, ~11 GB/s an SM
+    hb_spread: bool = False
+    # persistent: phases 5 and 6 start their work items on the programs after the previous phase's (phase 5 after
+    # phase 4's, phase 6 after phase 5's) where both phases' items fit the programs together, so that the weights
+    # they load before their barrier (pre5, pre6) are issued by programs idle in the phase before, a phase early.
+    # Session 58's stamps (H100, #14): phase 5's 64 items and phase 6's 32 sat on programs 0.. as phase 4's 32 did,
+    # so half of phase 5's and all of phase 6's items issued their 64 / 40 KB of weights only at the barrier
+    shift56: bool = False
+    # ... and phase 2 on the programs after phase 1's (within those the query chain keeps from phase 0), so that
+    # its preloads (pre2) are issued by programs that only ran phase 1a
+    shift2: bool = False
     kc: int = 64  # contraction piece of the query-side projections (a real loop over 256 / kc pieces)
     nc: int = 256  # output-column piece of the query-side [16, 256] products (< 256: a real loop, less code)
     # query-side tensor-core products: 1 (one TF32 product of operands rounded to nearest) or 3 (3xTF32, about
@@ -2286,6 +2314,9 @@ class Plan:
     BSP: int = 64  # ... in tiles of this many key tokens
     P0LO: int = 0  # ... on the programs from this one on (persistent; those without phase-1a, 1 or 2 items)
     W16: bool = False  # ... reading an fp16 copy of Wk and Wv made first (persistent; Config.kproj_w16)
+    SH2: int = 0  # phase 2's first program (persistent, Config.shift2)
+    SH5: int = 0  # phase 5's first program (persistent, Config.shift56)
+    SH6: int = 0  # phase 6's first program (persistent, Config.shift56)
 
     @property
     def work(self) -> dict[int, int]:
@@ -2507,6 +2538,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
     if cfg.hb_fit:  # phase 5 in one wave: wider MLP blocks
         if hb < D_MLP and NRT * (D_MLP // hb) > programs:
             hb *= 2
+    if cfg.hb_spread and hb > 16 and NRT * (D_MLP // (hb // 2)) <= programs:  # more, narrower MLP blocks
+        hb //= 2
     grid = launched if cfg.mode == "persistent" else 0
     TPK7 = max(cfg.tpk7_min, _next_pow2(T))
     p7, f16_7 = (0, 0, 0, 0, 0), False
@@ -2518,10 +2551,18 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             p7 = cfg.p7_launch_fp16
         elif TPK7 in cfg.p7_tl_fp16_short:  # fp16 under p7_tl_fp16 too (transposed scores on tiles under 64)
             p7, f16_7 = cfg.p7_launch_short, True
+    sh2 = sh5 = sh6 = 0
+    if cfg.shift2 and cfg.mode == "persistent":  # phase 0's programs (from busy on) stay as they are
+        n1, n2 = 8 * NG * cp1, 8 * NRT * cp
+        sh2 = n1 if n1 + n2 <= (busy if kpj else programs) else 0
+    if cfg.shift56 and cfg.mode == "persistent":  # each phase on the programs after the previous phase's
+        n4, n5, n6 = NRT * 8 * nd * nsp4, NRT * (D_MLP // hb), 8 * NRT * cp
+        sh5 = n4 % programs if n4 + n5 <= programs else 0
+        sh6 = (sh5 + n5) % programs if n5 + n6 <= programs else 0
     return Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cp, cp1, grid,
         kp1, kp6, nsp4, TPK7, *p7, f16_7, kpj, cfg.kproj_bs, busy if cfg.mode == "persistent" else 0,
-        w16,
+        w16, sh2, sh5, sh6,
     )  # fmt: skip
 
 
@@ -2737,6 +2778,9 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         ST0=cfg.kproj_stages,
         W16=plan.W16,
         PRE6=cfg.pre6,
+        SH2=plan.SH2,
+        SH5=plan.SH5,
+        SH6=plan.SH6,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

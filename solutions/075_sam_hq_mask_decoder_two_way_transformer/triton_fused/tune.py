@@ -430,6 +430,13 @@ VARIANTS: dict[str, Config] = {
     # ... and the same question for phase 1: no phase 1a (its K loop's pieces all in flight with qstages 4; session 5
     # measured ksplit1 1 against 4 with one stage). Session 57, H100: 2.0-7.4 us slower on every workload timed
     "k1s1": dataclasses.replace(BASE, ksplit1=1),
+    # session 58: phase 5's MLP blocks halved where twice the items fit one wave (Config.hb_spread: hb 16 and 128
+    # items of 32 KB on the one-row-tile workloads #2, #3, #7, #8, #9, #10, #13, #14; the others as base)
+    "hbs": dataclasses.replace(BASE, hb_spread=True),
+    # ... and phases 5 and 6 on the programs after the previous phase's, so that their preloads are issued a phase
+    # early (Config.shift56; the same one-row-tile workloads)
+    "sh56": dataclasses.replace(BASE, shift56=True),
+    "sh256": dataclasses.replace(BASE, shift2=True, shift56=True),  # phase 2 too (Config.shift2)
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
@@ -623,6 +630,9 @@ def timeline(t: list, plan) -> dict:
         out["item_med"].append(statistics.median(du) / 1e3)
         out["item_max"].append(max(du) / 1e3)
         out["last_end"].append((max(en) - t0) / 1e3)
+        if ph in (4, 5, 6):  # every item of the phases with preloads and their neighbour: start and duration
+            out[f"p{ph}_start"] = [(a - t0) / 1e3 for a in st]
+            out[f"p{ph}_dur"] = [d / 1e3 for d in du]
     for k in range(6):
         ps = sorted(t[16 + k * G + p] - t0 for p in range(G))
         out["pass_min"].append(ps[0] / 1e3)
@@ -758,6 +768,10 @@ def main() -> None:
                     flush=True,
                 )
                 for key, row in res["timeline_us"].items():
+                    if (
+                        key.startswith("p") and key[1].isdigit()
+                    ):  # every item's start / duration: the JSON only
+                        continue
                     print(f"  {key:<11} " + " ".join(f"{x:7.1f}" for x in row), flush=True)
         mod = load_module(Path(args.kernel), "_tune075_other") if args.kernel else kernel
         for w in _pick(task, args.profile) if args.profile else []:
