@@ -170,7 +170,7 @@ def _phase_barrier(
 @triton.jit
 def _slot(pid, G, SH: tl.constexpr):
     """Persistent mode: the first work item of program pid in a phase whose items start on program SH (item w on
-    program (w + SH) % G; `Config.shift56`). SH 0: pid itself, the code of the unshifted phases."""
+    program (w + SH) % G; `Config.shift2`, `shift56`). SH 0: pid itself, the code of the unshifted phases."""
     if SH == 0:
         return pid
     else:
@@ -2015,14 +2015,15 @@ class Config:
     # Once: a few programs (a small GPU partition) would otherwise grow hb past what fits in shared memory
     hb_fit: bool = True
     # phase 5: halve hb once (to 16 at least) where twice its work items still fit the programs, so that more SMs
-    # share the MLP's 4 MB of weights (hb 16 on the one-row-tile workloads: 128 items of 32 KB each). Session 58's
-    # stamps (H100, #14) put a phase-5 item with 64 KB of preloaded weights at 5.8 us, ~11 GB/s an SM
+    # share the MLP's 4 MB of weights (hb 16 on the one-row-tile workloads: 128 items of 32 KB each, twice the
+    # atomics into y3acc). Session 58 (H200, tune.py, #14 / #10 / #8, one run): -1.2 / -1.1 / +0.2 us, inside the
+    # noise; off until an official A/B (NOTES, "Session 58")
     hb_spread: bool = False
     # persistent: phases 5 and 6 start their work items on the programs after the previous phase's (phase 5 after
     # phase 4's, phase 6 after phase 5's) where both phases' items fit the programs together, so that the weights
     # they load before their barrier (pre5, pre6) are issued by programs idle in the phase before, a phase early.
-    # Session 58's stamps (H100, #14): phase 5's 64 items and phase 6's 32 sat on programs 0.. as phase 4's 32 did,
-    # so half of phase 5's and all of phase 6's items issued their 64 / 40 KB of weights only at the barrier
+    # Session 58 (H200): the items take as long either way (their weights' arrival does not bound them); with
+    # shift2 -1.4 / -0.3 / -0.2 us at #14 / #10 / #8 in one run, inside the noise; off until an official A/B
     shift56: bool = False
     # ... and phase 2 on the programs after phase 1's (within those the query chain keeps from phase 0), so that
     # its preloads (pre2) are issued by programs that only ran phase 1a

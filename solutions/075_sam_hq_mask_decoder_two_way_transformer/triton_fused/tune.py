@@ -431,7 +431,8 @@ VARIANTS: dict[str, Config] = {
     # measured ksplit1 1 against 4 with one stage). Session 57, H100: 2.0-7.4 us slower on every workload timed
     "k1s1": dataclasses.replace(BASE, ksplit1=1),
     # session 58: phase 5's MLP blocks halved where twice the items fit one wave (Config.hb_spread: hb 16 and 128
-    # items of 32 KB on the one-row-tile workloads #2, #3, #7, #8, #9, #10, #13, #14; the others as base)
+    # items of 32 KB on the one-row-tile workloads #2, #3, #7, #8, #9, #10, #13, #14; the others as base). H200,
+    # #14 / #10 / #8, one run: hbs -1.2 / -1.1 / +0.2 us, sh56 -0.3 / -0.3 / -0.3, sh256 -1.4 / -0.3 / -0.2 (noise)
     "hbs": dataclasses.replace(BASE, hb_spread=True),
     # ... and phases 5 and 6 on the programs after the previous phase's, so that their preloads are issued a phase
     # early (Config.shift56; the same one-row-tile workloads)
@@ -768,9 +769,8 @@ def main() -> None:
                     flush=True,
                 )
                 for key, row in res["timeline_us"].items():
-                    if (
-                        key.startswith("p") and key[1].isdigit()
-                    ):  # every item's start / duration: the JSON only
+                    per_item = key.startswith("p") and key[1].isdigit()  # p4_start .. p6_dur: the JSON only
+                    if per_item:
                         continue
                     print(f"  {key:<11} " + " ".join(f"{x:7.1f}" for x in row), flush=True)
         mod = load_module(Path(args.kernel), "_tune075_other") if args.kernel else kernel
