@@ -939,6 +939,23 @@ def test_slot_assigns_every_item_once_from_program_sh(G, n, SH):
     assert out.tolist() == [(w + SH) % G for w in range(n)]
 
 
+@pytest.mark.usefixtures("poisoned_workspaces")
+def test_diag_stores_replaces_the_accumulator_atomics(task):
+    """diag_stores (a timing diagnostic): phase 5's items store their y3acc rows instead of adding them, so with
+    several MLP blocks the output queries go wrong while the default's are right; phases outside (4, 5) are refused."""
+    B, P, T, S = 1, 1, 4, 40
+    args = _inputs(task, B, P, T, S, False, random_norms=False)
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, **EXACT, grid=1, plan_programs=132)  # hb 32: pre5
+    right, wrong = _poisoned_outputs(B, P, T, S), _poisoned_outputs(B, P, T, S)
+    kernel.launch(args, right, cfg)
+    plan = kernel.launch(args, wrong, dataclasses.replace(cfg, diag_stores=(5,)))
+    assert plan.work[5] > 1 and plan.HB <= cfg.pre5  # several blocks, the preloaded form
+    _check(right, task.reference(*args), TOLERANCE)
+    assert torch.isfinite(wrong[0]).all() and not torch.allclose(wrong[0], right[0], atol=1e-2)
+    with pytest.raises(ValueError, match="diag_stores"):
+        kernel.make_plan(1, 4, 40, dataclasses.replace(cfg, diag_stores=(3,)), 132)
+
+
 def test_hb_spread_halves_the_mlp_blocks_where_twice_the_items_fit():
     """hb_spread: phase 5's blocks halved once where twice its work items still fit the programs (one row tile:
     128 blocks of 16), never below 16, and left alone where hb_fit doubled them or two row tiles fill a wave."""

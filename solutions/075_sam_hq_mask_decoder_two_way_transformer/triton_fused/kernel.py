@@ -178,6 +178,16 @@ def _slot(pid, G, SH: tl.constexpr):
 
 
 @triton.jit
+def _acc_add(ptr, val, mask, ST: tl.constexpr):
+    """Add val into a query-side accumulator (relaxed atomics). ST (`Config.diag_stores`, a diagnostic that computes
+    wrong sums): plain stores instead, to time a phase without its atomics."""
+    if ST:
+        tl.store(ptr, val, mask=mask)
+    else:
+        tl.atomic_add(ptr, val, mask=mask, sem="relaxed", scope="gpu")
+
+
+@triton.jit
 def _first_live(pid, n):
     """Whether program pid has a first work item among n, as a [1] mask for the loads of that item issued
     before the phase's barrier (the interpreter refuses a scalar comparison as a load mask)."""
@@ -780,7 +790,7 @@ def _ph4_t2i_combine(
     w, live, pm, pl, pacc, wv, bv, wo, y2acc, R, T, n_ch, nsp,
     C: tl.constexpr, TPK: tl.constexpr, ND: tl.constexpr, NCB: tl.constexpr, P3: tl.constexpr,
     RN: tl.constexpr, NC: tl.constexpr, CS: tl.constexpr = 1, SPLIT: tl.constexpr = False, GF: tl.constexpr = 0,
-    KPJ: tl.constexpr = False,
+    KPJ: tl.constexpr = False, ST: tl.constexpr = False,
 ):  # fmt: skip
     """Work item (row tile, head, channel slice[, chunk part]). SPLIT: an item's chunk partials are split over
     nsp work items; each scales its part by the global max and sum over all chunks ([32, 16] blocks of the
@@ -854,7 +864,7 @@ def _ph4_t2i_combine(
         w_o = tl.load(wo + cn[:, None] * 128 + d[None, :], mask=live, other=0.0)  # [NC, 16] Wout_t2i[cn, h]
         u = _tdot(v, tl.trans(w_o), tl.zeros([_RT, NC], tl.float32), P3, RN)  # [16, NC]
         offn = r[:, None] * C + cn[None, :]
-        tl.atomic_add(y2acc + offn, u, mask=valid[:, None], sem="relaxed", scope="gpu")
+        _acc_add(y2acc + offn, u, valid[:, None], ST)
 
 
 @triton.jit
@@ -912,7 +922,7 @@ def _ph5_weights(w, live, w1, w2, C: tl.constexpr, HB: tl.constexpr):
 @triton.jit
 def _ph5_mlp_loaded(
     w, live, y2acc, ln2w, ln2b, w_1, b1, w_2, b2, y3acc, R,
-    C: tl.constexpr, HB: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
+    C: tl.constexpr, HB: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, ST: tl.constexpr = False,
 ):  # fmt: skip
     """Phase-5 work item w with its weights already in registers (`_ph5_weights`): the LayerNorm-2 rows, one
     K = 256 product with W1's block, ReLU, one product with W2's block, atomics into y3acc (block 0 adds the
@@ -924,7 +934,7 @@ def _ph5_mlp_loaded(
     u = _tdot(hid, tl.trans(w_2), tl.zeros([_RT, C], tl.float32), P3, RN)  # [16, C]
     if hb == 0:  # the residual x2 + b2
         u += x2 + tl.load(b2 + c, mask=live, other=0.0)[None, :]
-    tl.atomic_add(y3acc + off, u, mask=valid[:, None], sem="relaxed", scope="gpu")
+    _acc_add(y3acc + off, u, valid[:, None], ST)
 
 
 @triton.jit
@@ -1232,7 +1242,7 @@ def _two_way_kernel(
     PRE5: tl.constexpr = False, PRE2: tl.constexpr = False, P4GF: tl.constexpr = 0, PF_LATE: tl.constexpr = 0,
     F16_3: tl.constexpr = False, F16_7: tl.constexpr = False, KPJ: tl.constexpr = False, BSP: tl.constexpr = 64,
     KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, W16: tl.constexpr = False, PRE6: tl.constexpr = False,
-    SH2: tl.constexpr = 0, SH5: tl.constexpr = 0, SH6: tl.constexpr = 0,
+    SH2: tl.constexpr = 0, SH5: tl.constexpr = 0, SH6: tl.constexpr = 0, DST: tl.constexpr = 0,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1242,7 +1252,9 @@ def _two_way_kernel(
     token into kvp at the start, on the programs from P0LO on (those without phase-1a, 1 or 2 items; on all of them
     where no program is such), and phases 2-4 work on them (`_ph3_kpj_pass`). PRE6 (`Config.pre6`, only without
     phase 6a): phase 6's first work item loads its weights before the phase-5 barrier. SH2 / SH5 / SH6
-    (persistent, `Config.shift2` / `shift56`): phases 2, 5 and 6 start their items on program SH2 / SH5 / SH6."""
+    (persistent, `Config.shift2` / `shift56`): phases 2, 5 and 6 start their items on program SH2 / SH5 / SH6. DST
+    (`Config.diag_stores`, diagnostic): bit k - 1 set, phase k (4; 5 with pre5) stores its accumulator rows instead
+    of adding them (wrong sums)."""
     if PDL:
         tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
@@ -1438,7 +1450,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph4_t2i_combine(
                 w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
-                C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF, KPJ,
+                C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF, KPJ, (DST & 8) != 0,
             )  # fmt: skip
             _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
     w5 = _slot(pid, G, SH5)  # this program's first phase-5 item
@@ -1453,7 +1465,24 @@ def _two_way_kernel(
             if PRE5:
                 if w != w5:
                     w_1, w_2 = _ph5_weights(w, True, m_w1, m_w2, C, HB)
-                _ph5_mlp_loaded(w, True, y2acc, ln2w, ln2b, w_1, m_b1, w_2, m_b2, y3acc, R, C, HB, P3_5, RN)
+                _ph5_mlp_loaded(
+                    w,
+                    True,
+                    y2acc,
+                    ln2w,
+                    ln2b,
+                    w_1,
+                    m_b1,
+                    w_2,
+                    m_b2,
+                    y3acc,
+                    R,
+                    C,
+                    HB,
+                    P3_5,
+                    RN,
+                    (DST & 16) != 0,
+                )
             else:
                 _ph5_mlp(
                     w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3_5, RN, NC, QS
@@ -2028,6 +2057,11 @@ class Config:
     # ... and phase 2 on the programs after phase 1's (within those the query chain keeps from phase 0), so that
     # its preloads (pre2) are issued by programs that only ran phase 1a
     shift2: bool = False
+    # diagnostic (wrong outputs; tune.py --time-wrong with --instr): the phases among (4, 5) whose items store their
+    # query-side accumulator rows with plain stores instead of atomics (phase 5: the pre5 form), to time them
+    # without the atomics and the release that waits for them. Session 58: phase 5's 64 items at #14 add 4096
+    # floats each into the same 16 KB of y3acc
+    diag_stores: tuple = ()
     kc: int = 64  # contraction piece of the query-side projections (a real loop over 256 / kc pieces)
     nc: int = 256  # output-column piece of the query-side [16, 256] products (< 256: a real loop, less code)
     # query-side tensor-core products: 1 (one TF32 product of operands rounded to nearest) or 3 (3xTF32, about
@@ -2392,6 +2426,8 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
         raise ValueError(f"kc: expected 16, 32, 64, 128 or 256, got {cfg.kc}")
     if cfg.q_terms not in (1, 3):
         raise ValueError(f"q_terms: expected 1 or 3, got {cfg.q_terms}")
+    if not set(cfg.diag_stores) <= {4, 5}:
+        raise ValueError(f"diag_stores: expected phases among 4, 5, got {cfg.diag_stores}")
     if not set(cfg.q3_phases) <= {1, 2, 4, 5, 6}:
         raise ValueError(f"q3_phases: expected phases among 1, 2, 4, 5, 6, got {cfg.q3_phases}")
     for name in ("ksplit1", "ksplit6"):
@@ -2782,6 +2818,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         SH2=plan.SH2,
         SH5=plan.SH5,
         SH6=plan.SH6,
+        DST=sum(1 << (k - 1) for k in set(cfg.diag_stores)),
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )

@@ -438,6 +438,10 @@ VARIANTS: dict[str, Config] = {
     # early (Config.shift56; the same one-row-tile workloads)
     "sh56": dataclasses.replace(BASE, shift56=True),
     "sh256": dataclasses.replace(BASE, shift2=True, shift56=True),  # phase 2 too (Config.shift2)
+    # diagnostics (wrong sums: --time-wrong, with --instr): phase 5's / phases 4 and 5's accumulator atomics as plain
+    # stores (Config.diag_stores), what their items cost without the atomics and the release's wait for them
+    "d5st": dataclasses.replace(BASE, diag_stores=(5,)),
+    "d45st": dataclasses.replace(BASE, diag_stores=(4, 5)),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
