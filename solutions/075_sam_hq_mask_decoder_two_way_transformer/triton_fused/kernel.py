@@ -1264,6 +1264,8 @@ def _two_way_kernel(
     P3_4: tl.constexpr = (Q3 & 8) != 0
     P3_5: tl.constexpr = (Q3 & 16) != 0
     P3_6: tl.constexpr = (Q3 & 32) != 0
+    ST_4: tl.constexpr = (DST & 8) != 0  # diag_stores: phase k's accumulator rows stored, bit k - 1
+    ST_5: tl.constexpr = (DST & 16) != 0
     pid = tl.program_id(0)
     G = tl.num_programs(0)
     NG = tl.cdiv(NI, IPB)  # item groups of the self-attention
@@ -1450,7 +1452,7 @@ def _two_way_kernel(
             t0 = _item_start(INSTR)
             _ph4_t2i_combine(
                 w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
-                C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF, KPJ, (DST & 8) != 0,
+                C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF, KPJ, ST_4,
             )  # fmt: skip
             _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
     w5 = _slot(pid, G, SH5)  # this program's first phase-5 item
@@ -1466,23 +1468,8 @@ def _two_way_kernel(
                 if w != w5:
                     w_1, w_2 = _ph5_weights(w, True, m_w1, m_w2, C, HB)
                 _ph5_mlp_loaded(
-                    w,
-                    True,
-                    y2acc,
-                    ln2w,
-                    ln2b,
-                    w_1,
-                    m_b1,
-                    w_2,
-                    m_b2,
-                    y3acc,
-                    R,
-                    C,
-                    HB,
-                    P3_5,
-                    RN,
-                    (DST & 16) != 0,
-                )
+                    w, True, y2acc, ln2w, ln2b, w_1, m_b1, w_2, m_b2, y3acc, R, C, HB, P3_5, RN, ST_5,
+                )  # fmt: skip
             else:
                 _ph5_mlp(
                     w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3_5, RN, NC, QS
@@ -2588,19 +2575,21 @@ def make_plan(NI: int, T: int, S: int, cfg: Config, sms: int) -> Plan:
             p7 = cfg.p7_launch_fp16
         elif TPK7 in cfg.p7_tl_fp16_short:  # fp16 under p7_tl_fp16 too (transposed scores on tiles under 64)
             p7, f16_7 = cfg.p7_launch_short, True
-    sh2 = sh5 = sh6 = 0
-    if cfg.shift2 and cfg.mode == "persistent":  # phase 0's programs (from busy on) stay as they are
-        n1, n2 = 8 * NG * cp1, 8 * NRT * cp
-        sh2 = n1 if n1 + n2 <= (busy if kpj else programs) else 0
-    if cfg.shift56 and cfg.mode == "persistent":  # each phase on the programs after the previous phase's
-        n4, n5, n6 = NRT * 8 * nd * nsp4, NRT * (D_MLP // hb), 8 * NRT * cp
-        sh5 = n4 % programs if n4 + n5 <= programs else 0
-        sh6 = (sh5 + n5) % programs if n5 + n6 <= programs else 0
-    return Plan(
+    plan = Plan(
         NI, T, S, R, TPK, NHALF, IPB, NG, NRT, ch, n_ch, nd, NCB, hb, cp, cp1, grid,
         kp1, kp6, nsp4, TPK7, *p7, f16_7, kpj, cfg.kproj_bs, busy if cfg.mode == "persistent" else 0,
-        w16, sh2, sh5, sh6,
+        w16,
     )  # fmt: skip
+    if cfg.mode != "persistent" or not (cfg.shift2 or cfg.shift56):
+        return plan
+    n = plan.work
+    sh2 = sh5 = sh6 = 0
+    if cfg.shift2:  # phase 0's programs (from busy on) stay as they are
+        sh2 = n[1] if n[1] + n[2] <= (busy if kpj else programs) else 0
+    if cfg.shift56:  # each phase on the programs after the previous phase's
+        sh5 = n[4] % programs if n[4] + n[5] <= programs else 0
+        sh6 = (sh5 + n[5]) % programs if n[5] + n[6] <= programs else 0
+    return replace(plan, SH2=sh2, SH5=sh5, SH6=sh6)
 
 
 #: Triton versions whose launch protocol (`CompiledKernel[grid](*every parameter, stream=)`) was checked on a
