@@ -415,3 +415,14 @@ def test_074_o_iou_fma_builds(arch):
     if arch == 90:  # (sm_100a at M = 512: 254 registers and 24 bytes of stack with Triton 3.6 and 3.9)
         assert all(b["stack"] in (0, None) for b in builds), builds
     assert builds[1]["shared"] == builds[0]["shared"] and builds[3]["shared"] == builds[2]["shared"], builds
+
+
+@pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
+def test_075_vector_prefetches_build(arch):
+    """`Config.prefetch_vectors` (GPU only, so the CPU path never compiles it): the persistent launch with its
+    L2 prefetches of the LayerNorm parameters and biases (PF_VEC) builds within the limits."""
+    launches = [launch for launch in _launches("075", f"sm_{arch}a") if launch.kwargs.get("PHASE") == 0]
+    assert launches and all(launch.kwargs.get("PF_VEC") is False for launch in launches)
+    launch = launches[0]
+    launch.kwargs["PF_VEC"] = True
+    _assert_builds(build_launches([launch], arch), arch)

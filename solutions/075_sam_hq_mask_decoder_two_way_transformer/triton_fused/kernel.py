@@ -213,6 +213,38 @@ def _prefetch_share(ptr, n_elem, part, n_parts, LP: tl.constexpr):
 
 
 @triton.jit
+def _prefetch_vectors(
+    pid, G, ln1w, ln1b, t_bq, t_bk, t_bv, t_bo, ln2w, ln2b, m_b1, m_b2, ln3w, ln3b, i_bq, i_bk, i_bv, i_bo, ln4w,
+    ln4b,
+):  # fmt: skip
+    """L2 prefetches of the LayerNorm parameters and biases that phases 2..7 read right after their barriers
+    (`Config.prefetch_vectors`): 17 vectors, ~24 KB, each a single program's (the last programs', round robin)."""
+    j = G - 1 - pid  # 0 on the last program
+    if j == 0:
+        _prefetch_share(m_b1, 2048, 0, 1, 64)
+    if j == 1 % G:
+        _prefetch_share(ln1w, 256, 0, 1, 8)
+        _prefetch_share(ln1b, 256, 0, 1, 8)
+        _prefetch_share(t_bq, 128, 0, 1, 4)
+        _prefetch_share(t_bk, 128, 0, 1, 4)
+        _prefetch_share(t_bo, 256, 0, 1, 8)
+        _prefetch_share(t_bv, 128, 0, 1, 4)
+    if j == 2 % G:
+        _prefetch_share(ln2w, 256, 0, 1, 8)
+        _prefetch_share(ln2b, 256, 0, 1, 8)
+        _prefetch_share(m_b2, 256, 0, 1, 8)
+        _prefetch_share(ln3w, 256, 0, 1, 8)
+        _prefetch_share(ln3b, 256, 0, 1, 8)
+    if j == 3 % G:
+        _prefetch_share(i_bq, 128, 0, 1, 4)
+        _prefetch_share(i_bk, 128, 0, 1, 4)
+        _prefetch_share(i_bv, 128, 0, 1, 4)
+        _prefetch_share(i_bo, 256, 0, 1, 8)
+        _prefetch_share(ln4w, 256, 0, 1, 8)
+        _prefetch_share(ln4b, 256, 0, 1, 8)
+
+
+@triton.jit
 def _prefetch_tokens(k_ptr, kp_ptr, item, S, first, lo, hi, NT: tl.constexpr, C: tl.constexpr):
     """Prefetch the key and key-pe rows [first, first + NT) of an item, clipped to [lo, hi)."""
     ln = tl.arange(0, NT * 8)  # 8 lines of 128 B per 1 KB token row
@@ -1243,6 +1275,7 @@ def _two_way_kernel(
     F16_3: tl.constexpr = False, F16_7: tl.constexpr = False, KPJ: tl.constexpr = False, BSP: tl.constexpr = 64,
     KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, W16: tl.constexpr = False, PRE6: tl.constexpr = False,
     SH2: tl.constexpr = 0, SH5: tl.constexpr = 0, SH6: tl.constexpr = 0, DST: tl.constexpr = 0,
+    PF_VEC: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1301,6 +1334,11 @@ def _two_way_kernel(
             _prefetch_share(sa_wk, 65536, pid, G, 16)
             _prefetch_share(sa_wv, 65536, pid, G, 16)
             _prefetch_share(sa_wo, 65536, pid, G, 16)
+        if PF_VEC:  # the LayerNorm parameters and biases of phases 2..7 (Config.prefetch_vectors)
+            _prefetch_vectors(
+                pid, G, ln1w, ln1b, t_bq, t_bk, t_bv, t_bo, ln2w, ln2b, m_b1, m_b2, ln3w, ln3b, i_bq, i_bk, i_bv,
+                i_bo, ln4w, ln4b,
+            )  # fmt: skip
         # the rest, and the start of this program's first key chunk (PF_LATE > 0: after phase 1 / 2)
         if PF_LATE == 0:
             _prefetch_later(
@@ -2060,6 +2098,10 @@ class Config:
     # L2-prefetch the query-side weights (persistent, GPU): the self-attention's at the start, the rest as
     # prefetch_late says
     prefetch_weights: bool = True
+    # persistent, GPU: also the LayerNorm parameters and biases of phases 2..7 (~24 KB, 17 vectors) at the start,
+    # by the last four programs. After the official flush each is an HBM miss of the first item after a barrier
+    # that reads it (LN2 / LN3 / biases right after the y2acc / y3acc rows)
+    prefetch_vectors: bool = False
     prefetch_tokens: int = 32  # key tokens prefetched of each program's first chunk (0: off)
     # when the prefetches other than the self-attention's weights (~5 MB of weights, each program's first key
     # tokens: ~13 MB at 132 programs) are issued: 0 at the start, 2 after the program's phase-1 items, so that they
@@ -2808,6 +2850,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         SH5=plan.SH5,
         SH6=plan.SH6,
         DST=sum(1 << (k - 1) for k in set(cfg.diag_stores)),
+        PF_VEC=bool(cfg.prefetch_vectors and gpu),  # inline PTX: never in the interpreter
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
@@ -2815,7 +2858,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     if cfg.mode == "persistent" and plan.P7PARTS:  # phases 1-6, then phase 7 in its own launch
         meta7 = dict(
             meta, INSTR=False, num_warps=plan.P7WARPS, P7PARTS=plan.P7PARTS, BS2=plan.P7BS, S7=plan.P7STAGES,
-            F16_7=plan.P7F16,
+            F16_7=plan.P7F16, PF_VEC=False,  # (the prefetches are the persistent launch's)
         )  # fmt: skip
         if plan.P7MAXNREG:
             meta7["maxnreg"] = plan.P7MAXNREG

@@ -442,6 +442,9 @@ VARIANTS: dict[str, Config] = {
     # stores (Config.diag_stores), what their items cost without the atomics and the release's wait for them
     "d5st": dataclasses.replace(BASE, diag_stores=(5,)),
     "d45st": dataclasses.replace(BASE, diag_stores=(4, 5)),
+    # session 59: the LayerNorm parameters and biases of phases 2..7 prefetched into L2 at the start
+    # (Config.prefetch_vectors), so that the first item after a barrier does not wait for HBM
+    "pfv": dataclasses.replace(BASE, prefetch_vectors=True),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
