@@ -1018,7 +1018,7 @@ def _ph6a_kv_part(
 def _ph6_ln3_i2t_fold(
     w, live, y3acc, qp_ptr, ln3w, ln3b, out_q, wq, bq, wk, bk, wv, bv, wo, a2, c2, vwb, vws, kv, R, T,
     C: tl.constexpr, TPK: tl.constexpr, KC: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr,
-    NC: tl.constexpr, QS: tl.constexpr = 1, CP: tl.constexpr = 1, KP: tl.constexpr = 1,
+    NC: tl.constexpr, QS: tl.constexpr = 1, CP: tl.constexpr = 1, KP: tl.constexpr = 1, V3: tl.constexpr = True,
 ):  # fmt: skip
     part = w % CP
     h, r, valid, d, y, mean, rstd = _head_rows(w // CP, live, y3acc, R, C)
@@ -1034,7 +1034,7 @@ def _ph6_ln3_i2t_fold(
         vh += tl.load(bv + d, mask=live, other=0.0)[None, :]
     _ph6_fold(
         kh, vh, kh, kh, part, live, h, r, valid, d, y, mean, rstd, y3acc, ln3w, ln3b, out_q, wq, bq, wo, a2,
-        c2, vwb, vws, T, C, TPK, P3, RN, NC, CP, False,
+        c2, vwb, vws, T, C, TPK, P3, RN, NC, CP, False, V3,
     )  # fmt: skip
 
 
@@ -1061,7 +1061,7 @@ def _ph6_operands(w, live, wk, wv, wq, wo, C: tl.constexpr, CP: tl.constexpr):
 @triton.jit
 def _ph6_loaded(
     w, live, y3acc, qp_ptr, w_k, w_v, w_q, w_o, ln3w, ln3b, out_q, wq, bq, bk, bv, wo, a2, c2, vwb, vws, R, T,
-    C: tl.constexpr, TPK: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, CP: tl.constexpr,
+    C: tl.constexpr, TPK: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, CP: tl.constexpr, V3: tl.constexpr,
 ):  # fmt: skip
     """Phase-6 work item w with its weights already in registers (`_ph6_operands`; no phase 6a): LayerNorm 3 of
     the rows it loads anyway, + the query PE for K, K_h and V_h as one K = 256 product each, then as
@@ -1075,7 +1075,7 @@ def _ph6_loaded(
     vh += tl.load(bv + d, mask=live, other=0.0)[None, :]
     _ph6_fold(
         kh, vh, w_q, w_o, w % CP, live, h, r, valid, d, y, mean, rstd, y3acc, ln3w, ln3b, out_q, wq, bq, wo, a2,
-        c2, vwb, vws, T, C, TPK, P3, RN, C // CP, CP, True,
+        c2, vwb, vws, T, C, TPK, P3, RN, C // CP, CP, True, V3,
     )  # fmt: skip
 
 
@@ -1083,11 +1083,12 @@ def _ph6_loaded(
 def _ph6_fold(
     kh, vh, w_qp, w_op, part, live, h, r, valid, d, y, mean, rstd, y3acc, ln3w, ln3b, out_q, wq, bq, wo, a2, c2,
     vwb, vws, T, C: tl.constexpr, TPK: tl.constexpr, P3: tl.constexpr, RN: tl.constexpr, NC: tl.constexpr,
-    CP: tl.constexpr, PRE: tl.constexpr,
+    CP: tl.constexpr, PRE: tl.constexpr, V3: tl.constexpr,
 ):  # fmt: skip
     """The rest of phase-6 work item (row tile, head h, column part), given K_h and V_h of its rows (biases in):
     c2 = bq_h . K_ht, A2 = Wq_h^T K_ht and VW = Wout_h V_ht on the part's columns in NC-wide pieces (PRE: the
-    part's Wq rows w_qp and Wout columns w_op were loaded already, one piece); head 0 stores output_queries."""
+    part's Wq rows w_qp and Wout columns w_op were loaded already, one piece); head 0 stores output_queries. V3
+    (`Config.v_terms` 3): VW's TF32 rounding residual too (vws), which phase 7 reads only then."""
     M8: tl.constexpr = 8 * TPK
     NCS: tl.constexpr = C // CP  # CP > 1: the output columns split over CP work items (NC <= NCS)
     tl.static_assert(not PRE or NC == NCS, "preloaded Wq / Wout columns: one piece")
@@ -1115,7 +1116,8 @@ def _ph6_fold(
         vt = (item[:, None] * C + cn[None, :]) * M8 + jl[:, None]  # VW^T [items, C, 8 * TPK]
         big = _tf32_rn(vw, RN)
         tl.store(vwb + vt, big, mask=valid[:, None])
-        tl.store(vws + vt, vw - big, mask=valid[:, None])
+        if V3:  # VW's rounding residual: only phase 7 with v_terms 3 reads it
+            tl.store(vws + vt, vw - big, mask=valid[:, None])
         if h == 0:  # output_queries
             offn = r[:, None] * C + cn[None, :]
             x3 = _ln_cols(_row_piece(y3acc, y, offn, valid, NC, C), mean, rstd, ln3w, ln3b, cn, live)
@@ -1389,7 +1391,7 @@ def _two_way_kernel(
             if pid == (G - 5) % G:
                 _ph6_ln3_i2t_fold(
                     0, False, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
-                    vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6,
+                    vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6, V3,
                 )  # fmt: skip
             if pid == (G - 6) % G:
                 _ph7_i2t_pass(
@@ -1539,12 +1541,12 @@ def _two_way_kernel(
                     w_k6, w_v6, w_q6, w_o6 = _ph6_operands(w, True, i_wk, i_wv, i_wq, i_wo, C, CP)
                 _ph6_loaded(
                     w, True, y3acc, qp_ptr, w_k6, w_v6, w_q6, w_o6, ln3w, ln3b, out_q, i_wq, i_bq, i_bk, i_bv, i_wo,
-                    a2, c2, vwb, vws, R, T, C, TPK7, P3_6, RN, CP,
+                    a2, c2, vwb, vws, R, T, C, TPK7, P3_6, RN, CP, V3,
                 )  # fmt: skip
             else:
                 _ph6_ln3_i2t_fold(
                     w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
-                    vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6,
+                    vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6, V3,
                 )  # fmt: skip
             _item_done(sync, 5, times, G, NMAX, 6, w, t0, PERSIST, INSTR)
     if PERSIST:
@@ -2777,7 +2779,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         NI * M8_7 * C,  # a2
         NI * M8_7,  # c2
         NI * C * M8_7,  # vwb (VW^T, TF32 part)
-        NI * C * M8_7,  # vws (the rest)
+        NI * C * M8_7 if cfg.v_terms == 3 else 64,  # vws (the rest; stored and read with v_terms 3 only)
         (NI * S * C + (2 * 128 * C if plan.W16 else 0)) // 2
         if plan.KPJ
         else 64,  # kvp (K | V [| Wk | Wv], fp16)
