@@ -218,30 +218,14 @@ def _prefetch_vectors(
     ln4b,
 ):  # fmt: skip
     """L2 prefetches of the LayerNorm parameters and biases that phases 2..7 read right after their barriers
-    (`Config.prefetch_vectors`): 17 vectors, ~24 KB, each a single program's (the last programs', round robin)."""
-    j = G - 1 - pid  # 0 on the last program
-    if j == 0:
-        _prefetch_share(m_b1, 2048, 0, 1, 64)
-    if j == 1 % G:
-        _prefetch_share(ln1w, 256, 0, 1, 8)
-        _prefetch_share(ln1b, 256, 0, 1, 8)
-        _prefetch_share(t_bq, 128, 0, 1, 4)
-        _prefetch_share(t_bk, 128, 0, 1, 4)
-        _prefetch_share(t_bo, 256, 0, 1, 8)
-        _prefetch_share(t_bv, 128, 0, 1, 4)
-    if j == 2 % G:
-        _prefetch_share(ln2w, 256, 0, 1, 8)
-        _prefetch_share(ln2b, 256, 0, 1, 8)
-        _prefetch_share(m_b2, 256, 0, 1, 8)
-        _prefetch_share(ln3w, 256, 0, 1, 8)
-        _prefetch_share(ln3b, 256, 0, 1, 8)
-    if j == 3 % G:
-        _prefetch_share(i_bq, 128, 0, 1, 4)
-        _prefetch_share(i_bk, 128, 0, 1, 4)
-        _prefetch_share(i_bv, 128, 0, 1, 4)
-        _prefetch_share(i_bo, 256, 0, 1, 8)
-        _prefetch_share(ln4w, 256, 0, 1, 8)
-        _prefetch_share(ln4b, 256, 0, 1, 8)
+    (`Config.prefetch_vectors`): 17 vectors, ~24 KB, all by the last program (one instruction a thread each)."""
+    if pid == G - 1:
+        c = tl.arange(0, 64)  # 128 B lines: b1 has 64, a 256-wide vector 8, a 128-wide one 4
+        _prefetch_l2(m_b1 + c * 32)
+        for v in tl.static_range(11):  # the 256-wide ones, 8 lines each
+            _prefetch_l2((ln1w, ln1b, t_bo, ln2w, ln2b, m_b2, ln3w, ln3b, i_bo, ln4w, ln4b)[v] + (c % 8) * 32)
+        for v in tl.static_range(6):  # the 128-wide ones (t2i / i2t q, k, v biases), 4 lines each
+            _prefetch_l2((t_bq, t_bk, t_bv, i_bq, i_bk, i_bv)[v] + (c % 4) * 32)
 
 
 @triton.jit
@@ -2101,7 +2085,7 @@ class Config:
     # prefetch_late says
     prefetch_weights: bool = True
     # persistent, GPU: also the LayerNorm parameters and biases of phases 2..7 (~24 KB, 17 vectors) at the start,
-    # by the last four programs. After the official flush each is an HBM miss of the first item after a barrier
+    # by the last program. After the official flush each is an HBM miss of the first item after a barrier
     # that reads it (LN2 / LN3 / biases right after the y2acc / y3acc rows)
     prefetch_vectors: bool = False
     prefetch_tokens: int = 32  # key tokens prefetched of each program's first chunk (0: off)
