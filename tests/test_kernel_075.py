@@ -288,6 +288,23 @@ CASES = {
         True,
         dict(grid=1, waves=2.0, hb=512, bs2=64, split7=1, p7_launch_tpk8=(2, 8, 0, 64, 1)),
     ),  # fmt: skip
+    # the persistent launch leaving after its phase-6 items (exit6: no phase-6 count or barrier), T 5..8 and T <= 4
+    "persistent-split7-exit6-T6": (
+        2,
+        1,
+        6,
+        45,
+        True,
+        dict(grid=1, waves=2.0, hb=512, bs2=64, split7=1, p7_launch_tpk8=(2, 8, 0, 64, 1), exit6=True),
+    ),  # fmt: skip
+    "persistent-split7-exit6": (
+        1,
+        2,
+        4,
+        130,
+        False,
+        dict(grid=1, hb=512, bs2=32, split7=1, split7_tiles4=2, p7_launch_long4=(3, 4, 0, 32, 1), exit6=True),
+    ),  # fmt: skip
     "persistent-split7-tile64": (
         1,
         1,
@@ -382,7 +399,9 @@ def test_decompositions_exact(task, case):
         assert (plan.P7PARTS, plan.P7WARPS, plan.P7MAXNREG, plan.P7BS, plan.P7STAGES) == launch7
         assert plan.work[7] == plan.NI * plan.n_ch * plan.P7PARTS
         assert len(kernel.last_kernels) == 2  # the persistent launch and phase 7's
-        tiles = {"parts3": 5, "T6": 1, "tile64": 3}[case.removeprefix("persistent-split7-")]
+        tiles = {"parts3": 5, "T6": 1, "tile64": 3, "exit6": 5, "exit6-T6": 1}[
+            case.removeprefix("persistent-split7-")
+        ]
         assert -(-min(plan.CH, S) // plan.P7BS) == tiles
     if case.endswith("pre5"):  # the case runs the preloaded phase 5
         assert plan.HB <= overrides["pre5"]

@@ -1261,7 +1261,7 @@ def _two_way_kernel(
     F16_3: tl.constexpr = False, F16_7: tl.constexpr = False, KPJ: tl.constexpr = False, BSP: tl.constexpr = 64,
     KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, W16: tl.constexpr = False, PRE6: tl.constexpr = False,
     SH2: tl.constexpr = 0, SH5: tl.constexpr = 0, SH6: tl.constexpr = 0, DST: tl.constexpr = 0,
-    PF_VEC: tl.constexpr = False,
+    PF_VEC: tl.constexpr = False, EXIT6: tl.constexpr = False,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1278,6 +1278,9 @@ def _two_way_kernel(
         tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
     PERSIST: tl.constexpr = PHASE == 0
+    # phase 6 counted and waited for: not where phase 7 is the next launch and EXIT6 (`Config.exit6`) lets the
+    # programs leave after their phase-6 items (the launch waits for the whole kernel); INSTR keeps it for its stamp
+    B6: tl.constexpr = PERSIST and not (SPLIT7 and EXIT6 and not INSTR)
     P3_1: tl.constexpr = (Q3 & 1) != 0  # phase k's query-side products in 3xTF32: bit k - 1 of Q3
     P3_2: tl.constexpr = (Q3 & 2) != 0
     P3_4: tl.constexpr = (Q3 & 8) != 0
@@ -1532,8 +1535,8 @@ def _two_way_kernel(
                     w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
                     vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6, V3,
                 )  # fmt: skip
-            _item_done(sync, 5, times, G, NMAX, 6, w, t0, PERSIST, INSTR)
-    if PERSIST:
+            _item_done(sync, 5, times, G, NMAX, 6, w, t0, B6, INSTR)
+    if B6:
         _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if (PERSIST and not SPLIT7) or PHASE == 7:
@@ -2088,6 +2091,11 @@ class Config:
     # by the last program. After the official flush each is an HBM miss of the first item after a barrier
     # that reads it (LN2 / LN3 / biases right after the y2acc / y3acc rows)
     prefetch_vectors: bool = False
+    # persistent with phase 7 in its own launch: the programs leave after their phase-6 items without counting them
+    # or waiting for the phase (the phase-7 launch waits for the whole kernel: griddepcontrol.wait / stream order),
+    # one release and one acquire round trip fewer at the kernel's end. The last program out still resets every
+    # counter once all have left (session 59, unmeasured)
+    exit6: bool = False
     prefetch_tokens: int = 32  # key tokens prefetched of each program's first chunk (0: off)
     # when the prefetches other than the self-attention's weights (~5 MB of weights, each program's first key
     # tokens: ~13 MB at 132 programs) are issued: 0 at the start, 2 after the program's phase-1 items, so that they
@@ -2837,6 +2845,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         SH6=plan.SH6,
         DST=sum(1 << (k - 1) for k in set(cfg.diag_stores)),
         PF_VEC=bool(cfg.prefetch_vectors and gpu),  # inline PTX: never in the interpreter
+        EXIT6=cfg.exit6,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
@@ -2844,7 +2853,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     if cfg.mode == "persistent" and plan.P7PARTS:  # phases 1-6, then phase 7 in its own launch
         meta7 = dict(
             meta, INSTR=False, num_warps=plan.P7WARPS, P7PARTS=plan.P7PARTS, BS2=plan.P7BS, S7=plan.P7STAGES,
-            F16_7=plan.P7F16, PF_VEC=False,  # (the prefetches are the persistent launch's)
+            F16_7=plan.P7F16, PF_VEC=False, EXIT6=False,  # (the persistent launch's alone)
         )  # fmt: skip
         if plan.P7MAXNREG:
             meta7["maxnreg"] = plan.P7MAXNREG

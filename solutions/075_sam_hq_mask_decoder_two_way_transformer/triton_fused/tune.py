@@ -445,6 +445,9 @@ VARIANTS: dict[str, Config] = {
     # session 59: the LayerNorm parameters and biases of phases 2..7 prefetched into L2 at the start
     # (Config.prefetch_vectors), so that the first item after a barrier does not wait for HBM
     "pfv": dataclasses.replace(BASE, prefetch_vectors=True),
+    # ... and the persistent launch's programs leaving after their phase-6 items where phase 7 is its own launch
+    # (Config.exit6: no phase-6 count or barrier)
+    "x6": dataclasses.replace(BASE, exit6=True),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
