@@ -1026,16 +1026,17 @@ def _fused_bwd_kernel(
             v_q = tl.where(pre1 > 0, acc_q, 0.0)
             tl.store(d1 + offs, v_q.to(d1.dtype.element_ty), mask=msk)
             tl.store(ws_cs1 + (tile // n_c) * 2048 + col0 + cc, tl.sum(v_q, axis=0), mask=cc < D)
-            if T_ATOMIC:
-                # zero dx[rows of this tile, cols off_c .. off_c + QN] (inside 0..255): T adds into it
-                dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
-                ld_dx_z = _sel(is_iou, 256, 1024)
-                z_msk = (rr < M)[:, None] & (cc < 256)[None, :]
-                tl.store(
-                    dx_z + rr[:, None] * ld_dx_z + cc[None, :],
-                    tl.zeros((QM, QN), dtype=tl.float32),
-                    mask=z_msk,
-                )
+            if T_ATOMIC and TKS < 1024:  # (TKS >= 1024: no MLP's T splits K, each T item stores its dx tile)
+                if D > TKS:  # T splits this MLP's K and adds into dx (else its one item a tile stores dx)
+                    # zero dx[rows of this tile, cols off_c .. off_c + QN] (inside 0..255)
+                    dx_z = _sel(is_iou, dx_iou, dx_hyp + j * 256)
+                    ld_dx_z = _sel(is_iou, 256, 1024)
+                    z_msk = (rr < M)[:, None] & (cc < 256)[None, :]
+                    tl.store(
+                        dx_z + rr[:, None] * ld_dx_z + cc[None, :],
+                        tl.zeros((QM, QN), dtype=tl.float32),
+                        mask=z_msk,
+                    )
             _signal(cnt + (_CNT_Q + mlp) * _LINE)
     elif stage == 3:
         # R: dW_hid[o, i] = sum_m D2[m, o] H1r[m, i]; db_hid[o] = sum_m D2[m, o]
