@@ -20,7 +20,8 @@ are also split along K ("split-K": the item does one K range), so that no item s
 long loop on one SM is what made the critical path P -> Q -> T slow. A split tile is finished by the last
 of its split items to arrive (a per-tile atomic counter; the last one adds the other partial sums, kept in
 an fp32 workspace, and runs the epilogue), or, for T with `t_atomic`, every split item adds its partial
-into dx with fp32 atomics (dx is zeroed by the Q items, which T waits for anyway).
+into dx with fp32 atomics (dx is zeroed by the Q items, which T waits for anyway, where T splits the
+MLP's K; unsplit, T's one item a tile stores dx).
 
 Scheduling: one launch, a flat list of items in a configurable stage order; each program takes a *ticket*
 from an atomic counter and does the item with that number. An item that needs a workspace waits (spins)
@@ -49,7 +50,7 @@ whose 32-row tile is 28 rows of padding there.
 The sync counters are double-buffered: call k uses set k % 2 and the program with ticket 0 zeroes the
 other set, which call k + 1 uses (launches on one stream run one after another). Per-tile counters are put
 back to zero by the last arriver. No output is accumulated into pre-existing contents: every element is
-written by this call (dx with `t_atomic`: zeroed, then summed into, within the call).
+written by this call (dx with `t_atomic`: zeroed, then summed into, within the call, where T splits K).
 
 Precision: matmul operands are rounded to fp16 (round to nearest even: the same 10-bit mantissa as TF32, at
 twice the TF32 tensor-core rate), accumulation is fp32; the D1/D2 workspaces are stored in fp16 (what the
