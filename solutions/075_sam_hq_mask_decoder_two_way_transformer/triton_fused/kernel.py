@@ -2093,7 +2093,7 @@ class Config:
     prefetch_vectors: bool = False
     # persistent with phase 7 in its own launch: the programs leave after their phase-6 items without counting them
     # or waiting for the phase (the phase-7 launch waits for the whole kernel: griddepcontrol.wait / stream order),
-    # one release and one acquire round trip fewer at the kernel's end. The last program out still resets every
+    # one release and one poll round trip fewer at the kernel's end. The last program out still resets every
     # counter once all have left (session 59, unmeasured)
     exit6: bool = False
     prefetch_tokens: int = 32  # key tokens prefetched of each program's first chunk (0: off)
