@@ -607,6 +607,26 @@ def test_gluon_attention_bias_shuffle_is_the_gather_bit_for_bit_gpu(
 
 @pytest.mark.gpu
 @pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
+@CHUNKS
+@pytest.mark.parametrize("pingpong", [0, 1, 2])
+def test_gluon_attention_skip_pad_is_bit_for_bit_gpu(
+    batch, height, width, band0, n_bands, pingpong, monkeypatch
+):
+    """GLUON_ATTENTION_SKIP_PAD 1 (the consumers pass over the query tiles whose window rows are all below the
+    image: heights 5, 29, 43 and 64 have such tiles in their last band, 14 and 70 none) gives the same o, bit for
+    bit, as computing every tile; the turns of the consumers' products stay in step in each PINGPONG mode (a
+    skipped tile takes its turns too), and every real query is written (NaN-poisoned o)."""
+    if not kernel.gluon_sm90_ok(torch.device("cuda")):
+        pytest.skip("the Gluon attention runs on sm_90 only")
+    monkeypatch.setattr(kernel, "GLUON_ATTENTION_PINGPONG", pingpong)
+    runs = [(kernel.GLUON_ATTENTION, {"GLUON_ATTENTION_SKIP_PAD": s}) for s in (0, 1)]
+    outs = _chunk_attention_outputs(monkeypatch, batch, height, width, band0, n_bands, 17, runs)
+    assert torch.isfinite(outs[1]).all()
+    assert torch.equal(outs[0], outs[1])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(DEVICE != "cuda", reason="needs CUDA")
 @pytest.mark.parametrize("m", [1, 100, 4097, 33000])
 @pytest.mark.parametrize("epilogue", [kernel.EPILOGUE_BIAS, kernel.EPILOGUE_GELU], ids=["bias", "gelu"])
 @pytest.mark.parametrize("direct", [False, True], ids=["tma-store", "direct-store"])
@@ -896,17 +916,21 @@ def test_next_chunk_layernorm_beside_the_gemms(monkeypatch, batch, height, width
 
 @pytest.mark.skipif(kernel.gluon is None, reason="this Triton has no Gluon")
 @pytest.mark.parametrize(
-    ("cfg", "pingpong", "lsum_mma", "bias_shuffle"),
-    [(("gluon", 216, 48), 0, 1, 0), (("gluon", 240, 24), 1, 0, 1)],
+    ("cfg", "pingpong", "lsum_mma", "bias_shuffle", "skip_pad"),
+    [(("gluon", 216, 48), 0, 1, 0, 1), (("gluon", 240, 24), 1, 0, 1, 0)],
 )
-def test_gluon_attention_launch_carries_its_configuration(cfg, pingpong, lsum_mma, bias_shuffle, monkeypatch):
-    """Every field of a Gluon configuration, and the module's GLUON_ATTENTION_PINGPONG / _LSUM_MMA / _BIAS_SHUFFLE,
+def test_gluon_attention_launch_carries_its_configuration(
+    cfg, pingpong, lsum_mma, bias_shuffle, skip_pad, monkeypatch
+):
+    """Every field of a Gluon configuration, and the module's GLUON_ATTENTION_PINGPONG / _LSUM_MMA / _BIAS_SHUFFLE /
+    _SKIP_PAD,
     reach the launch (session 20 found a Q-set field that was unpacked and dropped: a session measured and shipped
     something other than it named). Settings other than the kernel's defaults, built on meta tensors as `solbench build`
     records them."""
     monkeypatch.setattr(kernel, "GLUON_ATTENTION_PINGPONG", pingpong)
     monkeypatch.setattr(kernel, "GLUON_ATTENTION_LSUM_MMA", lsum_mma)
     monkeypatch.setattr(kernel, "GLUON_ATTENTION_BIAS_SHUFFLE", bias_shuffle)
+    monkeypatch.setattr(kernel, "GLUON_ATTENTION_SKIP_PAD", skip_pad)
     qkv = torch.empty(101, kernel.QKV_DIM, dtype=torch.float16, device="meta")
     o = torch.empty(100, kernel.HIDDEN, dtype=torch.float16, device="meta")
     rel = torch.empty(kernel.REL_SIZE, kernel.HEAD_DIM, device="meta")
@@ -914,6 +938,7 @@ def test_gluon_attention_launch_carries_its_configuration(cfg, pingpong, lsum_mm
     assert fn is kernel._window_attention_gluon_kernel and grid == (min(12, kernel._num_sms(qkv.device)),)
     assert (meta["CONSUMER_REGS"], meta["LOADER_REGS"]) == cfg[1:]
     assert (meta["PINGPONG"], meta["LSUM_MMA"], meta["BIAS_SHUFFLE"]) == (pingpong, lsum_mma, bias_shuffle)
+    assert meta["SKIP_PAD"] == skip_pad
     params = set(inspect.signature(fn.fn).parameters)
     assert set(meta) - {"num_warps", "launch_pdl"} <= params  # no keyword the kernel would reject
     with pytest.raises(ValueError):  # a configuration of another shape is refused, not half-used

@@ -120,6 +120,11 @@ GLUON_ATTENTION_LSUM_MMA = 2
 #: fewer instructions per consumer thread and tile, 0.6-1.2 % off the block. 0: one `gl.gather` over [T_h | T_w]
 #: and two layout conversions (until session 31).
 GLUON_ATTENTION_BIAS_SHUFFLE = 1
+#: The Gluon attention's consumers skip the products of a query tile whose four window rows all lie below the
+#: image's last row (the bottom band of windows where H % 14 is small: 10 % of the tiles at 64 x 64, 7.5 % at
+#: 128 x 128), keeping the barriers' and the turns' counts; the tile's o stores are masked off anyway. 1: on; 0:
+#: every tile computed (session 59: prepared, unmeasured).
+GLUON_ATTENTION_SKIP_PAD = 0
 #: fp16 on sm_90 with Gluon: the GEMMs of the stages named here as warp-specialized Gluon GEMMs (qkv, mlp1:
 #: `_linear_gluon_kernel`, ("gluon", consumer registers, epilogue registers, loader registers, rows per epilogue
 #: pass); proj: `_linear_gluon_residual_pp_kernel`, ("gluon_pp", the same registers, BK)) where a launch has at
@@ -1055,14 +1060,17 @@ if gluon is not None:
     @gluon.jit
     def _ga_consumer(
         o_smem, q_smem, k_smem, v_smem, rt_smem, rw_smem, q_ready, q_free, kv_ready, kv_free, o_ready, o_free,
-        turn, n_items, WG: gl.constexpr, PINGPONG: gl.constexpr, LSUM_MMA: gl.constexpr, BIAS_SHUFFLE: gl.constexpr,
+        turn, n_items, H, n_wh, n_ww, band0, WG: gl.constexpr, PINGPONG: gl.constexpr, LSUM_MMA: gl.constexpr,
+        BIAS_SHUFFLE: gl.constexpr, SKIP_PAD: gl.constexpr,
     ):  # fmt: skip
         """One warpgroup: query tiles WG and WG + 2 (64 slots each) of every item of this program, against the
         item's 256 key slots in one block (no online softmax); o goes to shared memory, the loader warps store it.
         PINGPONG: the two consumers' products in turns (GLUON_ATTENTION_PINGPONG); LSUM_MMA: the row sums l by
         mma.sync of the fp16 p with ones (GLUON_ATTENTION_LSUM_MMA), else in fp32 registers; BIAS_SHUFFLE: the bias
         columns by GLUON_ATTENTION_BIAS_SHUFFLE's shuffles (rt_smem: the three [64, 64] tables of tiles 0-2, rw_smem:
-        tile 3's and Rw's), else by one gather (rt_smem: [Rh^T | Rw^T])."""
+        tile 3's and Rw's), else by one gather (rt_smem: [Rh^T | Rw^T]). SKIP_PAD (GLUON_ATTENTION_SKIP_PAD): a tile
+        whose window rows are all below the image (H, the item's band from n_wh, n_ww, band0) only passes its
+        barriers and turns."""
         NEG: gl.constexpr = -30000.0  # exact in fp16; far below any logit
         C: gl.constexpr = 0.18033688011112042  # log2(e) / 8
         s_l: gl.constexpr = gl.NVMMADistributedLayout(
@@ -1097,104 +1105,123 @@ if gluon is not None:
         pl_op: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=l_l, k_width=2)
         li = 0
         g = 0  # turns taken (PINGPONG)
-        for _item in range(gl.program_id(0), n_items, gl.num_programs(0)):
+        for item in range(gl.program_id(0), n_items, gl.num_programs(0)):
             s = li % 2
             _gl_bar.wait(kv_ready.index(s), (li // 2) & 1)
+            if SKIP_PAD:  # the item's window rows that are rows of the image (its band: _ga_item's)
+                rows_in = H - ((band0 + item // 12 // n_ww) % n_wh) * 14
             for tt in gl.static_range(2):
                 t = WG + 2 * tt
                 q_t = q_smem.index(t)
                 _gl_bar.wait(q_ready.index(t), li & 1)
-                if BIAS_SHUFFLE:
-                    # T_h' = q RH_t^T (tile 3: 32 columns) and T_w = q Rw^T; A_h[i, kh] = T_h'[i, (w, m = 15 - kh)]
-                    # for the rows of warp w (the table layouts: _window_attention_gluon_kernel), one shuffle a
-                    # value; A_w by _ga_aw_shuffle; columns of kh or kw 14, 15 (not window slots) get NEG
-                    if WG + 2 * tt == 3:
-                        t_h = _gl_mma(q_t, rw_smem.slice(0, 32).permute((1, 0)), gl.zeros([64, 32], gl.float32, a_l),
+                live = True
+                if SKIP_PAD:
+                    live = 4 * t < rows_in
+                if live:
+                    if BIAS_SHUFFLE:
+                        # T_h' = q RH_t^T (tile 3: 32 columns) and T_w = q Rw^T; A_h[i, kh] = T_h'[i, (w, m = 15 - kh)]
+                        # for the rows of warp w (the table layouts: _window_attention_gluon_kernel), one shuffle a
+                        # value; A_w by _ga_aw_shuffle; columns of kh or kw 14, 15 (not window slots) get NEG
+                        if WG + 2 * tt == 3:
+                            t_h = _gl_mma(q_t, rw_smem.slice(0, 32).permute((1, 0)), gl.zeros([64, 32], gl.float32, a_l),
+                                          use_acc=False, is_async=True)  # fmt: skip
+                        else:
+                            t_h = _gl_mma(q_t, rt_smem.index(WG + 2 * tt).permute((1, 0)),
+                                          gl.zeros([64, 64], gl.float32, t_l), use_acc=False, is_async=True)  # fmt: skip
+                        t_w = _gl_mma(q_t, rw_smem.slice(32, 32).permute((1, 0)), gl.zeros([64, 32], gl.float32, a_l),
                                       use_acc=False, is_async=True)  # fmt: skip
+                        t_h, t_w = _gl_mma_wait(num_outstanding=0, deps=(t_h, t_w))
+                        kh = gl.arange(0, 16, layout=gl.SliceLayout(0, ah_l))[None, :]
+                        w4 = gl.arange(0, 64, layout=gl.SliceLayout(1, ah_l))[:, None] // 16
+                        m = 15 - kh
+                        if WG + 2 * tt == 3:  # qh 12, 13 (warps 2, 3: padded query slots, never stored)
+                            a_h = gl.gather(t_h, m % 2 + 2 * gl.minimum(w4, 1) + 4 * (m // 2), 1)
+                        else:
+                            a_h = gl.gather(t_h, m % 2 + 2 * w4 + 8 * (m // 2), 1)
+                        a_h = gl.where(kh >= 14, NEG, a_h * 8.0)
+                        qw = (t * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, aw_l))) % 16
+                        kw = gl.arange(0, 16, layout=gl.SliceLayout(0, aw_l))[None, :]
+                        a_w = _ga_aw_shuffle(t_w, qw[:, None], kw, aw_l) * 8.0
+                        a_w = gl.where(kw >= 14, NEG, a_w)
                     else:
-                        t_h = _gl_mma(q_t, rt_smem.index(WG + 2 * tt).permute((1, 0)),
-                                      gl.zeros([64, 64], gl.float32, t_l), use_acc=False, is_async=True)  # fmt: skip
-                    t_w = _gl_mma(q_t, rw_smem.slice(32, 32).permute((1, 0)), gl.zeros([64, 32], gl.float32, a_l),
-                                  use_acc=False, is_async=True)  # fmt: skip
-                    t_h, t_w = _gl_mma_wait(num_outstanding=0, deps=(t_h, t_w))
-                    kh = gl.arange(0, 16, layout=gl.SliceLayout(0, ah_l))[None, :]
-                    w4 = gl.arange(0, 64, layout=gl.SliceLayout(1, ah_l))[:, None] // 16
-                    m = 15 - kh
-                    if WG + 2 * tt == 3:  # qh 12, 13 (warps 2, 3: padded query slots, never stored)
-                        a_h = gl.gather(t_h, m % 2 + 2 * gl.minimum(w4, 1) + 4 * (m // 2), 1)
-                    else:
-                        a_h = gl.gather(t_h, m % 2 + 2 * w4 + 8 * (m // 2), 1)
-                    a_h = gl.where(kh >= 14, NEG, a_h * 8.0)
-                    qw = (t * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, aw_l))) % 16
-                    kw = gl.arange(0, 16, layout=gl.SliceLayout(0, aw_l))[None, :]
-                    a_w = _ga_aw_shuffle(t_w, qw[:, None], kw, aw_l) * 8.0
-                    a_w = gl.where(kw >= 14, NEG, a_w)
-                else:
-                    # 8 x the bias columns [A_h | A_w] of the tile's queries from T = q [Rh^T | Rw^T]:
-                    # c < 16: A_h[i, c] = T[i, qh + 13 - c]; c >= 16: A_w[i, c - 16] = T[i, 32 + qw + 13 - (c - 16)];
-                    # columns of kh or kw 14, 15 (not window slots) get NEG
-                    tab = _gl_mma(
-                        q_t, rt_smem, gl.zeros([64, 64], gl.float32, t_l), use_acc=False, is_async=True
-                    )
-                    tab = _gl_mma_wait(num_outstanding=0, deps=(tab,))
-                    qs = t * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, a_l))
-                    c = gl.arange(0, 32, layout=gl.SliceLayout(0, a_l))[None, :]
-                    idx = gl.where(c < 16, gl.maximum((qs // 16)[:, None] + 13 - c % 16, 0),
-                                   32 + gl.maximum((qs % 16)[:, None] + 13 - c % 16, 0))  # fmt: skip
-                    a = gl.gather(gl.convert_layout(tab, a_l), idx, 1) * 8.0
-                    a = gl.where(c % 16 >= 14, NEG, a)
-                    a_h, a_w = gl.split(gl.permute(gl.reshape(a, [64, 2, 16]), (0, 2, 1)))
-                    a_h = gl.convert_layout(a_h, ah_l)
-                    a_w = gl.convert_layout(a_w, aw_l)
-                # s' = q.k + 8 bias: the wgmma accumulator starts at the bias (fp32), A_h[i, kh] + A_w[i, kw]
-                b3 = gl.expand_dims(a_h, 2) + gl.expand_dims(a_w, 1)
-                acc = gl.convert_layout(gl.reshape(b3, [64, 256]), s_l, assert_trivial=True)
-                _ga_turn(turn, g, WG, PINGPONG)
-                acc = _gl_mma(q_t, k_smem.index(s).permute((1, 0)), acc, use_acc=True, is_async=True)
-                _ga_pass(turn, WG, PINGPONG)
-                g += 1
-                acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
-                _gl_bar.arrive(q_free.index(t))  # q is read for the last time
-                # key slot rows 14, 15 are outside every window, and kh is a register index of the accumulator:
-                # the selects below fold at compile time, so the max skips those registers and their weights
-                # are 0 without an exp2 (1/8 of the exp2s; columns 14, 15 depend on the lane and keep NEG)
-                acc3 = gl.convert_layout(gl.reshape(acc, [64, 16, 16]), s3_l, assert_trivial=True)
-                khv = gl.arange(0, 16, layout=gl.SliceLayout(0, gl.SliceLayout(2, s3_l)))
-                in3 = gl.expand_dims(gl.expand_dims(khv < 14, 0), 2)
-                # kh first (within registers), then kw (across the quad's lanes)
-                m = gl.max(gl.max(gl.where(in3, acc3, float("-inf")), axis=1), axis=1)
-                mc = gl.expand_dims(gl.expand_dims(m * C, 1), 1)
-                p3 = gl.where(in3, gl.exp2(acc3 * C - mc), 0.0)
-                if not LSUM_MMA:
-                    l_i = gl.sum(gl.sum(p3, axis=1), axis=1)
-                p = gl.convert_layout(gl.reshape(p3, [64, 256]), s_l, assert_trivial=True)
-                p16 = gl.convert_layout(p.to(gl.float16), p_op)
-                if PINGPONG > 1:
+                        # 8 x the bias columns [A_h | A_w] of the tile's queries from T = q [Rh^T | Rw^T]:
+                        # c < 16: A_h[i, c] = T[i, qh + 13 - c]; c >= 16: A_w[i, c - 16] = T[i, 32 + qw + 13 - (c - 16)];
+                        # columns of kh or kw 14, 15 (not window slots) get NEG
+                        tab = _gl_mma(
+                            q_t, rt_smem, gl.zeros([64, 64], gl.float32, t_l), use_acc=False, is_async=True
+                        )
+                        tab = _gl_mma_wait(num_outstanding=0, deps=(tab,))
+                        qs = t * 64 + gl.arange(0, 64, layout=gl.SliceLayout(1, a_l))
+                        c = gl.arange(0, 32, layout=gl.SliceLayout(0, a_l))[None, :]
+                        idx = gl.where(c < 16, gl.maximum((qs // 16)[:, None] + 13 - c % 16, 0),
+                                       32 + gl.maximum((qs % 16)[:, None] + 13 - c % 16, 0))  # fmt: skip
+                        a = gl.gather(gl.convert_layout(tab, a_l), idx, 1) * 8.0
+                        a = gl.where(c % 16 >= 14, NEG, a)
+                        a_h, a_w = gl.split(gl.permute(gl.reshape(a, [64, 2, 16]), (0, 2, 1)))
+                        a_h = gl.convert_layout(a_h, ah_l)
+                        a_w = gl.convert_layout(a_w, aw_l)
+                    # s' = q.k + 8 bias: the wgmma accumulator starts at the bias (fp32), A_h[i, kh] + A_w[i, kw]
+                    b3 = gl.expand_dims(a_h, 2) + gl.expand_dims(a_w, 1)
+                    acc = gl.convert_layout(gl.reshape(b3, [64, 256]), s_l, assert_trivial=True)
                     _ga_turn(turn, g, WG, PINGPONG)
-                o = _gl_mma(p16, v_smem.index(s), gl.zeros([64, 64], gl.float32, t_l),
-                            use_acc=False, is_async=True)  # fmt: skip
-                if PINGPONG > 1:
+                    acc = _gl_mma(q_t, k_smem.index(s).permute((1, 0)), acc, use_acc=True, is_async=True)
                     _ga_pass(turn, WG, PINGPONG)
                     g += 1
-                if LSUM_MMA:  # every column of the [64, 8] product is its row's sum of the fp16 p
-                    p16l = gl.convert_layout(p16, pl_op, assert_trivial=True)
-                    if LSUM_MMA == 1:
-                        l_i = gl.max(_gl_mma2(p16l, ones, gl.zeros([64, 8], gl.float32, l_l)), axis=1)
-                    else:  # two independent chains of 8 mma.sync, over the key halves
-                        pa, pb = gl.split(gl.permute(gl.reshape(p16l, [64, 2, 128]), (0, 2, 1)))
-                        la = _gl_mma2(gl.convert_layout(pa, pl_op, assert_trivial=True), ones2,
-                                      gl.zeros([64, 8], gl.float32, l_l))  # fmt: skip
-                        lb = _gl_mma2(gl.convert_layout(pb, pl_op, assert_trivial=True), ones2,
-                                      gl.zeros([64, 8], gl.float32, l_l))  # fmt: skip
-                        l_i = gl.max(la + lb, axis=1)
-                o = _gl_mma_wait(num_outstanding=0, deps=(o,))
-                o = o * gl.expand_dims(gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, t_l)), 1)
-                # o goes to shared memory (one buffer per consumer and tile); the loader warps store it
-                buf = WG * 2 + tt
-                _gl_bar.wait(o_free.index(buf), (li & 1) ^ 1)
-                o_smem.index(buf).store(o.to(gl.float16))
-                _gl_sync()  # every thread's part of o is written
-                _gl_bar.arrive(o_ready.index(buf))
+                    acc = _gl_mma_wait(num_outstanding=0, deps=(acc,))
+                    _gl_bar.arrive(q_free.index(t))  # q is read for the last time
+                    # key slot rows 14, 15 are outside every window, and kh is a register index of the accumulator:
+                    # the selects below fold at compile time, so the max skips those registers and their weights
+                    # are 0 without an exp2 (1/8 of the exp2s; columns 14, 15 depend on the lane and keep NEG)
+                    acc3 = gl.convert_layout(gl.reshape(acc, [64, 16, 16]), s3_l, assert_trivial=True)
+                    khv = gl.arange(0, 16, layout=gl.SliceLayout(0, gl.SliceLayout(2, s3_l)))
+                    in3 = gl.expand_dims(gl.expand_dims(khv < 14, 0), 2)
+                    # kh first (within registers), then kw (across the quad's lanes)
+                    m = gl.max(gl.max(gl.where(in3, acc3, float("-inf")), axis=1), axis=1)
+                    mc = gl.expand_dims(gl.expand_dims(m * C, 1), 1)
+                    p3 = gl.where(in3, gl.exp2(acc3 * C - mc), 0.0)
+                    if not LSUM_MMA:
+                        l_i = gl.sum(gl.sum(p3, axis=1), axis=1)
+                    p = gl.convert_layout(gl.reshape(p3, [64, 256]), s_l, assert_trivial=True)
+                    p16 = gl.convert_layout(p.to(gl.float16), p_op)
+                    if PINGPONG > 1:
+                        _ga_turn(turn, g, WG, PINGPONG)
+                    o = _gl_mma(p16, v_smem.index(s), gl.zeros([64, 64], gl.float32, t_l),
+                                use_acc=False, is_async=True)  # fmt: skip
+                    if PINGPONG > 1:
+                        _ga_pass(turn, WG, PINGPONG)
+                        g += 1
+                    if LSUM_MMA:  # every column of the [64, 8] product is its row's sum of the fp16 p
+                        p16l = gl.convert_layout(p16, pl_op, assert_trivial=True)
+                        if LSUM_MMA == 1:
+                            l_i = gl.max(_gl_mma2(p16l, ones, gl.zeros([64, 8], gl.float32, l_l)), axis=1)
+                        else:  # two independent chains of 8 mma.sync, over the key halves
+                            pa, pb = gl.split(gl.permute(gl.reshape(p16l, [64, 2, 128]), (0, 2, 1)))
+                            la = _gl_mma2(gl.convert_layout(pa, pl_op, assert_trivial=True), ones2,
+                                          gl.zeros([64, 8], gl.float32, l_l))  # fmt: skip
+                            lb = _gl_mma2(gl.convert_layout(pb, pl_op, assert_trivial=True), ones2,
+                                          gl.zeros([64, 8], gl.float32, l_l))  # fmt: skip
+                            l_i = gl.max(la + lb, axis=1)
+                    o = _gl_mma_wait(num_outstanding=0, deps=(o,))
+                    o = o * gl.expand_dims(gl.convert_layout(1.0 / l_i, gl.SliceLayout(1, t_l)), 1)
+                    # o goes to shared memory (one buffer per consumer and tile); the loader warps store it
+                    buf = WG * 2 + tt
+                    _gl_bar.wait(o_free.index(buf), (li & 1) ^ 1)
+                    o_smem.index(buf).store(o.to(gl.float16))
+                    _gl_sync()  # every thread's part of o is written
+                    _gl_bar.arrive(o_ready.index(buf))
+                else:  # no row of the tile is stored: only its barriers and turns, as the products take them
+                    _ga_turn(turn, g, WG, PINGPONG)
+                    _ga_pass(turn, WG, PINGPONG)
+                    g += 1
+                    _gl_bar.arrive(q_free.index(t))
+                    if PINGPONG > 1:
+                        _ga_turn(turn, g, WG, PINGPONG)
+                        _ga_pass(turn, WG, PINGPONG)
+                        g += 1
+                    buf = WG * 2 + tt
+                    _gl_bar.wait(o_free.index(buf), (li & 1) ^ 1)
+                    _gl_sync()
+                    _gl_bar.arrive(o_ready.index(buf))
             _gl_bar.arrive(kv_free.index(s))
             li += 1
 
@@ -1213,6 +1240,7 @@ if gluon is not None:
         PINGPONG: gl.constexpr = 0,
         LSUM_MMA: gl.constexpr = 0,
         BIAS_SHUFFLE: gl.constexpr = 0,
+        SKIP_PAD: gl.constexpr = 0,
     ):  # fmt: skip
         """Window attention on sm_90: per program one cp.async loader warpgroup and two consumer warpgroups,
         persistent over (window, head) items; each consumer takes two of an item's four 64-slot query tiles and
@@ -1280,12 +1308,14 @@ if gluon is not None:
                 (
                     _ga_consumer,
                     (o_smem, q_smem, k_smem, v_smem, rt_smem, rw_smem, q_ready, q_free, kv_ready, kv_free,
-                     o_ready, o_free, turn, n_items, 0, PINGPONG, LSUM_MMA, BIAS_SHUFFLE),
+                     o_ready, o_free, turn, n_items, H, n_wh, n_ww, band0, 0, PINGPONG, LSUM_MMA, BIAS_SHUFFLE,
+                     SKIP_PAD),
                 ),
                 (
                     _ga_consumer,
                     (o_smem, q_smem, k_smem, v_smem, rt_smem, rw_smem, q_ready, q_free, kv_ready, kv_free,
-                     o_ready, o_free, turn, n_items, 1, PINGPONG, LSUM_MMA, BIAS_SHUFFLE),
+                     o_ready, o_free, turn, n_items, H, n_wh, n_ww, band0, 1, PINGPONG, LSUM_MMA, BIAS_SHUFFLE,
+                     SKIP_PAD),
                 ),
                 (
                     _ga_loader,
@@ -2257,7 +2287,7 @@ def _window_attention_launch(
         meta = dict(
             O_STRIDE=o.stride(0), CONSUMER_REGS=consumer_regs, LOADER_REGS=loader_regs,
             PINGPONG=GLUON_ATTENTION_PINGPONG, LSUM_MMA=GLUON_ATTENTION_LSUM_MMA,
-            BIAS_SHUFFLE=GLUON_ATTENTION_BIAS_SHUFFLE, num_warps=4, **pdl,
+            BIAS_SHUFFLE=GLUON_ATTENTION_BIAS_SHUFFLE, SKIP_PAD=GLUON_ATTENTION_SKIP_PAD, num_warps=4, **pdl,
         )  # fmt: skip
         return _window_attention_gluon_kernel, (min(n_items, _num_sms(qkv.device)),), args, meta
     if cfg[0] == "persistent":
