@@ -219,13 +219,14 @@ def _prefetch_vectors(
 ):  # fmt: skip
     """L2 prefetches of the LayerNorm parameters and biases that phases 2..7 read right after their barriers
     (`Config.prefetch_vectors`): 17 vectors, ~24 KB, all by the last program (one instruction a thread each)."""
-    if pid == G - 1:
-        c = tl.arange(0, 64)  # 128 B lines: b1 has 64, a 256-wide vector 8, a 128-wide one 4
-        _prefetch_l2(m_b1 + c * 32)
-        for v in tl.static_range(11):  # the 256-wide ones, 8 lines each
-            _prefetch_l2((ln1w, ln1b, t_bo, ln2w, ln2b, m_b2, ln3w, ln3b, i_bo, ln4w, ln4b)[v] + (c % 8) * 32)
-        for v in tl.static_range(6):  # the 128-wide ones (t2i / i2t q, k, v biases), 4 lines each
-            _prefetch_l2((t_bq, t_bk, t_bv, i_bq, i_bk, i_bv)[v] + (c % 4) * 32)
+    if pid == G - 1:  # each vector whole (one share of one): 64, 8 or 4 lines of 128 B
+        _prefetch_share(m_b1, 2048, 0, 1, 64)
+        for v in tl.static_range(11):  # the 256-wide ones
+            _prefetch_share(
+                (ln1w, ln1b, t_bo, ln2w, ln2b, m_b2, ln3w, ln3b, i_bo, ln4w, ln4b)[v], 256, 0, 1, 8
+            )
+        for v in tl.static_range(6):  # the 128-wide ones (t2i / i2t q, k, v biases)
+            _prefetch_share((t_bq, t_bk, t_bv, i_bq, i_bk, i_bv)[v], 128, 0, 1, 4)
 
 
 @triton.jit

@@ -899,15 +899,19 @@ if gluon is not None:
             _ga_group_landed(q_ready.index(t), 3 - t)
 
     @gluon.jit
+    def _ga_band(item, n_wh, n_ww, band0):
+        """(window, head) item: its image and its window's first row in that image."""
+        band = band0 + item // 12 // n_ww
+        return band // n_wh, (band % n_wh) * 14
+
+    @gluon.jit
     def _ga_item(item, j, H, W, n_wh, n_ww, band0):
         """(window, head) item: its head, its window's first token row in the image layout, the window's first
         row and column in its image, and which of the 16 slot columns j are window columns inside the image."""
         head = item % 12
-        win = item // 12
-        band = band0 + win // n_ww
-        img_row0 = (band // n_wh) * H + (band % n_wh) * 14
-        win_row0 = (band % n_wh) * 14
-        win_col0 = (win % n_ww) * 14
+        image, win_row0 = _ga_band(item, n_wh, n_ww, band0)
+        img_row0 = image * H + win_row0
+        win_col0 = (item // 12 % n_ww) * 14
         col_ok = (j < 14) & (win_col0 + j < W)
         return head, img_row0, win_row0, win_col0, col_ok
 
@@ -1108,8 +1112,8 @@ if gluon is not None:
         for item in range(gl.program_id(0), n_items, gl.num_programs(0)):
             s = li % 2
             _gl_bar.wait(kv_ready.index(s), (li // 2) & 1)
-            if SKIP_PAD:  # the item's window rows that are rows of the image (its band: _ga_item's)
-                rows_in = H - ((band0 + item // 12 // n_ww) % n_wh) * 14
+            if SKIP_PAD:  # the item's window rows that are rows of the image
+                rows_in = H - _ga_band(item, n_wh, n_ww, band0)[1]
             for tt in gl.static_range(2):
                 t = WG + 2 * tt
                 q_t = q_smem.index(t)
