@@ -278,7 +278,9 @@ CASES = {
         4,
         130,
         False,
-        dict(grid=1, hb=512, bs2=32, split7=1, split7_tiles4=2, p7_launch_long4=(3, 4, 0, 32, 1)),
+        dict(
+            grid=1, hb=512, bs2=32, split7=1, split7_tiles4=2, p7_launch_long4=(3, 4, 0, 32, 1), exit6=False
+        ),
     ),  # fmt: skip
     "persistent-split7-T6": (
         2,
@@ -286,9 +288,10 @@ CASES = {
         6,
         45,
         True,
-        dict(grid=1, waves=2.0, hb=512, bs2=64, split7=1, p7_launch_tpk8=(2, 8, 0, 64, 1)),
+        dict(grid=1, waves=2.0, hb=512, bs2=64, split7=1, p7_launch_tpk8=(2, 8, 0, 64, 1), exit6=False),
     ),  # fmt: skip
-    # the persistent launch leaving after its phase-6 items (exit6: no phase-6 count or barrier), T 5..8 and T <= 4
+    # the persistent launch leaving after its phase-6 items (exit6, the default since session 60: no phase-6 count or
+    # barrier), T 5..8 and T <= 4; the two cases above keep the phase-6 barrier (exit6 off)
     "persistent-split7-exit6-T6": (
         2,
         1,

@@ -428,13 +428,13 @@ def test_075_vector_prefetches_build(arch):
     _assert_builds(build_launches([launch], arch), arch)
 
 
-def test_077_attention_skip_pad_builds_for_sm90a():
-    """The Gluon window attention with GLUON_ATTENTION_SKIP_PAD 1 (off by default, so the recording launches it
-    with 0): sm_90a, within the limits."""
+def test_077_attention_skip_pad_off_builds_for_sm90a():
+    """The Gluon window attention with GLUON_ATTENTION_SKIP_PAD 0 (on by default since session 60, so the
+    recording launches it with 1 and the other build tests compile that): sm_90a, within the limits."""
     pytest.importorskip("triton.experimental.gluon")
     attn = next(launch for launch in _launches("077") if launch.kernel == "_window_attention_gluon_kernel")
-    assert attn.kwargs["SKIP_PAD"] == 0
+    assert attn.kwargs["SKIP_PAD"] == 1
     builds = build_launches(
-        [Launch(attn.module_file, attn.kernel, attn.args, {**attn.kwargs, "SKIP_PAD": 1})], 90
+        [Launch(attn.module_file, attn.kernel, attn.args, {**attn.kwargs, "SKIP_PAD": 0})], 90
     )
     _assert_builds(builds, 90)

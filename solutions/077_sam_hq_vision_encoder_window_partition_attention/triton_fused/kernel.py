@@ -122,9 +122,10 @@ GLUON_ATTENTION_LSUM_MMA = 2
 GLUON_ATTENTION_BIAS_SHUFFLE = 1
 #: The Gluon attention's consumers skip the products of a query tile whose four window rows all lie below the
 #: image's last row (the bottom band of windows where H % 14 is small: 10 % of the tiles at 64 x 64, 7.5 % at
-#: 128 x 128), keeping the barriers' and the turns' counts; the tile's o stores are masked off anyway. 1: on; 0:
-#: every tile computed (session 59: prepared, unmeasured).
-GLUON_ATTENTION_SKIP_PAD = 0
+#: 128 x 128), keeping the barriers' and the turns' counts; the tile's o stores are masked off anyway. 1: on (since
+#: session 60: official A/Bs on an H100, both orders, 0.8-2.3 % faster on the 64 x 64 workloads and #13, 0.3 % and
+#: 1.0 % on the geomean); 0: every tile computed.
+GLUON_ATTENTION_SKIP_PAD = 1
 #: fp16 on sm_90 with Gluon: the GEMMs of the stages named here as warp-specialized Gluon GEMMs (qkv, mlp1:
 #: `_linear_gluon_kernel`, ("gluon", consumer registers, epilogue registers, loader registers, rows per epilogue
 #: pass); proj: `_linear_gluon_residual_pp_kernel`, ("gluon_pp", the same registers, BK)) where a launch has at
