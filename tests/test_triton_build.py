@@ -428,6 +428,39 @@ def test_075_vector_prefetches_build(arch):
     _assert_builds(build_launches([launch], arch), arch)
 
 
+@pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
+def test_075_short_phase7_two_stages_build(arch):
+    """tune.py's `p7s2` (session 60; off): the tl phase-7 launches of one-tile key chunks, T 4 (TF32) and T 8
+    (fp16, transposed scores), with a two-stage cp.async tile loop build within the limits."""
+    from harness.inputs import allocate_outputs, gen_inputs, resolve_axes
+
+    task = load_task("075")
+    folder = next((PROJECT_ROOT / "solutions").glob("075_*/triton_fused"))
+    kernel = load_module(folder / "kernel.py", "_build_test075_p7s2")
+    n_in = len(task.definition.inputs)
+    launches = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(TARGET_ARCH_ENV, f"sm_{arch}a")
+        # planned as `run` plans the CPU path: one program, the target's SMs
+        cfg = dataclasses.replace(
+            kernel.DEFAULT_CONFIG, grid=1, plan_programs=kernel._target()[1], p7_launch=(1, 8, 0, 32, 2),
+            p7_launch_short=(1, 8, 0, 32, 2),
+        )  # fmt: skip
+        for t in (4, 8):  # #14 and #8 of the official workloads
+            axes = {"batch_size": 1, "point_batch_size": 1, "n_query_tokens": t, "n_key_tokens": 4096}
+            workload = Workload(uuid="aot", axes=axes, inputs=task.workloads[0].inputs)
+            ins = gen_inputs(task.definition, workload, device="meta")
+            outs = allocate_outputs(task.definition, resolve_axes(task.definition, workload), device="meta")
+            launches += capture_launches(
+                lambda *a: kernel.launch(list(a[:n_in]), list(a[n_in:]), cfg), [*ins, *outs]
+            )
+    phase7 = [launch for launch in launches if launch.kwargs.get("PHASE") == 7]
+    assert [(launch.kwargs["S7"], launch.kwargs["F16_7"]) for launch in phase7] == [(2, False), (2, True)]
+    for launch in phase7:
+        launch.kwargs.update(kernel.PHASE7_GPU_META)
+    _assert_builds(build_launches(phase7, arch), arch)
+
+
 def test_077_attention_skip_pad_off_builds_for_sm90a():
     """The Gluon window attention with GLUON_ATTENTION_SKIP_PAD 0 (on by default since session 60, so the
     recording launches it with 1 and the other build tests compile that): sm_90a, within the limits."""

@@ -446,8 +446,13 @@ VARIANTS: dict[str, Config] = {
     # (Config.prefetch_vectors), so that the first item after a barrier does not wait for HBM
     "pfv": dataclasses.replace(BASE, prefetch_vectors=True),
     # ... and the persistent launch's programs leaving after their phase-6 items where phase 7 is its own launch
-    # (Config.exit6: no phase-6 count or barrier)
-    "x6": dataclasses.replace(BASE, exit6=True),
+    # (Config.exit6: no phase-6 count or barrier); on since session 60, so the variant is the old form
+    "x6off": dataclasses.replace(BASE, exit6=False),
+    # session 60: the tl phase-7 launches of one-tile chunks (#14's TF32 one, the fp16 short one of #8, #10, #13)
+    # with a two-stage cp.async loop: k, k_pe and the residual's re-read in flight together (LDGSTS), where one
+    # stage loads k, converts it through shared memory and only then issues k_pe's loads (ncu at #14).
+    # sm_90a (local Triton 3.6): 192 KB of shared memory, 145 / 236 registers, no spills
+    "p7s2": dataclasses.replace(BASE, p7_launch=(1, 8, 0, 32, 2), p7_launch_short=(1, 8, 0, 32, 2)),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
