@@ -2095,7 +2095,7 @@ class Config:
     # persistent with phase 7 in its own launch: the programs leave after their phase-6 items without counting them
     # or waiting for the phase (the phase-7 launch waits for the whole kernel: griddepcontrol.wait / stream order),
     # one release and one poll round trip fewer at the kernel's end. The last program out still resets every
-    # counter once all have left. Session 60 (H100, official A/Bs, 12 workloads in three calls): 0.6-1.6 us (0.8-
+    # counter once all have left. Session 60 (H100, official A/Bs, 12 workloads in three calls): 0.6-1.5 us (0.8-
     # 2.2 %) faster on every workload, 1.3-1.6 % on the geomean
     exit6: bool = True
     prefetch_tokens: int = 32  # key tokens prefetched of each program's first chunk (0: off)
