@@ -923,9 +923,8 @@ def test_gluon_attention_launch_carries_its_configuration(
     cfg, pingpong, lsum_mma, bias_shuffle, skip_pad, monkeypatch
 ):
     """Every field of a Gluon configuration, and the module's GLUON_ATTENTION_PINGPONG / _LSUM_MMA / _BIAS_SHUFFLE /
-    _SKIP_PAD,
-    reach the launch (session 20 found a Q-set field that was unpacked and dropped: a session measured and shipped
-    something other than it named). Settings other than the kernel's defaults, built on meta tensors as `solbench build`
+    _SKIP_PAD, reach the launch (session 20 found a Q-set field that was unpacked and dropped: a session measured
+    and shipped something other than it named). Settings other than the kernel's defaults, built on meta tensors as `solbench build`
     records them."""
     monkeypatch.setattr(kernel, "GLUON_ATTENTION_PINGPONG", pingpong)
     monkeypatch.setattr(kernel, "GLUON_ATTENTION_LSUM_MMA", lsum_mma)

@@ -65,6 +65,24 @@ def _launches(task_id: str, arch: str = "sm_90a"):
     return launches
 
 
+def _config_launches(task_id: str, kernel, axes: dict, configs: list) -> list:
+    """The launches `kernel.launch(inputs, outputs, cfg)` makes for each Config on meta tensors of one workload's
+    axes (the official workloads' scalar inputs): settings other than the ones `run` picks."""
+    from harness.inputs import allocate_outputs, gen_inputs, resolve_axes
+
+    task = load_task(task_id)
+    workload = Workload(uuid="aot", axes=axes, inputs=task.workloads[0].inputs)
+    ins = gen_inputs(task.definition, workload, device="meta")
+    outs = allocate_outputs(task.definition, resolve_axes(task.definition, workload), device="meta")
+    n_in = len(ins)
+    launches = []
+    for cfg in configs:
+        launches += capture_launches(
+            lambda *a, c=cfg: kernel.launch(list(a[:n_in]), list(a[n_in:]), c), [*ins, *outs]
+        )
+    return launches
+
+
 def _assert_builds(builds: list, arch: int) -> None:
     """Every build succeeded within the architecture's shared-memory and register limits."""
     assert builds
@@ -393,21 +411,11 @@ def test_074_o_iou_fma_builds(arch):
     """074's `Config.o_iou_fma` (the IoU MLP's O items in fp32 FMA) reaches the launch (O_FMA) and builds within the
     limits (on sm_90a without stack) for the table's M = 64 and M = 512 variants; the shared memory stays the variant's own
     (the FMA loop's pipelined chunks fit in what the K loops take already). Recorded on meta tensors."""
-    from harness.inputs import allocate_outputs, gen_inputs, resolve_axes
-
-    task = load_task("074")
     kernel = load_module(SOLUTION_074 / "kernel.py", "_build_test074_ofma")
-    n_in = kernel.N_INPUTS
     launches = []
     for m in (64, 512):
-        workload = Workload(uuid="aot", axes={"batch_size": 1, "point_batch_size": m}, inputs={})
-        ins = gen_inputs(task.definition, workload, device="meta")
-        outs = allocate_outputs(task.definition, resolve_axes(task.definition, workload), device="meta")
-        for fma in (False, True):
-            cfg = dataclasses.replace(kernel.pick_config(m), o_iou_fma=fma)
-            launches += capture_launches(
-                lambda *a, c=cfg: kernel.launch(list(a[:n_in]), list(a[n_in:]), c), [*ins, *outs]
-            )
+        configs = [dataclasses.replace(kernel.pick_config(m), o_iou_fma=fma) for fma in (False, True)]
+        launches += _config_launches("074", kernel, {"batch_size": 1, "point_batch_size": m}, configs)
     assert [launch.kwargs["O_FMA"] for launch in launches] == [False, True, False, True]
     builds = build_launches(launches, arch)
     _assert_builds(builds, arch)
@@ -432,12 +440,8 @@ def test_075_vector_prefetches_build(arch):
 def test_075_short_phase7_two_stages_build(arch):
     """tune.py's `p7s2` (session 60; off): the tl phase-7 launches of one-tile key chunks, T 4 (TF32) and T 8
     (fp16, transposed scores), with a two-stage cp.async tile loop build within the limits."""
-    from harness.inputs import allocate_outputs, gen_inputs, resolve_axes
-
-    task = load_task("075")
     folder = next((PROJECT_ROOT / "solutions").glob("075_*/triton_fused"))
     kernel = load_module(folder / "kernel.py", "_build_test075_p7s2")
-    n_in = len(task.definition.inputs)
     launches = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(TARGET_ARCH_ENV, f"sm_{arch}a")
@@ -448,12 +452,7 @@ def test_075_short_phase7_two_stages_build(arch):
         )  # fmt: skip
         for t in (4, 8):  # #14 and #8 of the official workloads
             axes = {"batch_size": 1, "point_batch_size": 1, "n_query_tokens": t, "n_key_tokens": 4096}
-            workload = Workload(uuid="aot", axes=axes, inputs=task.workloads[0].inputs)
-            ins = gen_inputs(task.definition, workload, device="meta")
-            outs = allocate_outputs(task.definition, resolve_axes(task.definition, workload), device="meta")
-            launches += capture_launches(
-                lambda *a: kernel.launch(list(a[:n_in]), list(a[n_in:]), cfg), [*ins, *outs]
-            )
+            launches += _config_launches("075", kernel, axes, [cfg])
     phase7 = [launch for launch in launches if launch.kwargs.get("PHASE") == 7]
     assert [(launch.kwargs["S7"], launch.kwargs["F16_7"]) for launch in phase7] == [(2, False), (2, True)]
     for launch in phase7:

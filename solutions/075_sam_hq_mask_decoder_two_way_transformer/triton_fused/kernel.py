@@ -2763,6 +2763,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     if cfg.mode == "persistent" and device.type != "cuda" and plan.grid != 1:
         raise ValueError("persistent mode needs grid=1 in the CPU interpreter (its programs run one by one)")
     M8, M8_7 = 8 * plan.TPK, 8 * plan.TPK7
+    v3 = cfg.v_terms == 3  # VW's rounding residual stored (phase 6) and read (phase 7): its workspace and V3
     work = plan.work
     sizes = [
         NI * M8 * C,  # a1
@@ -2773,7 +2774,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         NI * M8_7 * C,  # a2
         NI * M8_7,  # c2
         NI * C * M8_7,  # vwb (VW^T, TF32 part)
-        NI * C * M8_7 if cfg.v_terms == 3 else 64,  # vws (the rest; stored and read with v_terms 3 only)
+        NI * C * M8_7 if v3 else 64,  # vws (the rest; stored and read with v_terms 3 only)
         (NI * S * C + (2 * 128 * C if plan.W16 else 0)) // 2
         if plan.KPJ
         else 64,  # kvp (K | V [| Wk | Wv], fp16)
@@ -2816,7 +2817,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         SPIN_NS=cfg.spin_ns if gpu else 0,
         INSTR=instr,
         RN=cfg.tf32_rn,
-        V3=cfg.v_terms == 3,
+        V3=v3,
         KS1=_stages1(cfg, device, plan.TPK),
         ACC_T=cfg.acc_t,
         F16_3=cfg.p3_fp16,
