@@ -961,6 +961,66 @@ def test_slot_assigns_every_item_once_from_program_sh(G, n, SH):
     assert out.tolist() == [(w + SH) % G for w in range(n)]
 
 
+@triton.jit
+def _dry_probe(out, dry_out, n, nxt_n, WS: tl.constexpr):
+    pid = tl.program_id(0)
+    G = tl.num_programs(0)
+    dry, end = kernel._dry_end(pid, G, pid, n, pid >= nxt_n, WS)
+    tl.store(dry_out + pid + tl.arange(0, 1), tl.zeros([1], tl.int32) + dry.to(tl.int32))
+    for w in range(pid, end, G):  # live items: their program; the dry one: -2 - pid (past the n items)
+        lv = kernel._live(w, n, WS)
+        tl.store(out + w + tl.arange(0, 1), tl.where(lv, pid, -2 - pid) + tl.zeros([1], tl.int32))
+
+
+@pytest.mark.parametrize(
+    "G, n, nxt_n, WS, dry",
+    [
+        (8, 5, 6, 1, [7]),  # the last program: no item here (5) nor in the next phase (6)
+        (8, 5, 6, 3, [6, 7]),  # the last three: program 5 has an item in the next phase
+        (8, 5, 8, 3, []),  # every program has an item in the next phase
+        (8, 8, 0, 4, []),  # every program has an item here
+        (8, 2, 2, 8, [2, 3, 4, 5, 6, 7]),
+        (4, 9, 0, 2, []),  # several items a program
+    ],
+)
+def test_warm_sites_dry_runners(G, n, nxt_n, WS, dry):
+    """_dry_end / _live in their GPU form (WS > 0, interpreter): only the last WS programs with no item in the
+    phase nor the next run one dry iteration, past the items; every item still runs once, on its program."""
+    out = torch.full((n + G,), -1, dtype=torch.int32, device=DEVICE)
+    dry_out = torch.full((G,), -1, dtype=torch.int32, device=DEVICE)
+    _dry_probe[(G,)](out, dry_out, n, nxt_n, WS)
+    assert out[:n].tolist() == [w % G for w in range(n)]
+    assert [p for p in range(G) if dry_out[p] == 1] == dry and set(dry_out.tolist()) <= {0, 1}
+    # each dry runner's one iteration, at w = pid
+    assert sorted(-2 - v for v in out[n:].tolist() if v != -1) == dry
+    assert all(out[n + k] in (-1, -2 - (n + k)) for k in range(G))
+
+
+@pytest.mark.usefixtures("poisoned_workspaces")
+@pytest.mark.parametrize(
+    "B, P, T, S, overrides",
+    [
+        (1, 2, 5, 70, dict()),  # the defaults' forms: pre2, kproj's phase 3 where planned, pre5, pre6
+        (1, 1, 4, 40, dict(pre2=False, pre5=0, pre6=False, kproj=0)),  # the K-loop forms, phase 6a, t2i pass
+    ],
+)
+def test_warm_sites_dry_iterations_change_nothing(task, B, P, T, S, overrides):
+    """warm_sites' test form (interpreter, one program): a dry iteration after the program's items at each of
+    phases 2-6's call sites (live False) leaves the outputs bit for bit as they are without it, counts nothing
+    (the counters end clean), and builds the same launches otherwise."""
+    args = _inputs(task, B, P, T, S, False, random_norms=True)
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, grid=1, plan_programs=132, **overrides)
+    off, on = _poisoned_outputs(B, P, T, S), _poisoned_outputs(B, P, T, S)
+    kernel.launch(args, off, cfg)
+    plan = kernel.launch(args, on, dataclasses.replace(cfg, warm_sites=1))
+    for a, b in zip(off, on, strict=True):
+        assert torch.equal(a, b)
+    _check(on, task.reference(*args), TOLERANCE, all_matched=False)
+    assert _state_is_clean(kernel)
+    if overrides:
+        assert plan.KP6 > 1 and not plan.KPJ
+
+
 @pytest.mark.usefixtures("poisoned_workspaces")
 def test_diag_stores_replaces_the_accumulator_atomics(task):
     """diag_stores (a timing diagnostic): phase 5's items store their y3acc rows instead of adding them, so with

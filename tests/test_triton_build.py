@@ -44,7 +44,8 @@ SHAPES = {
 }
 # what a CUDA launch sets and the CPU path leaves off (see kernel.py): 075's inline-PTX prefetches, 077's
 # griddepcontrol.wait (programmatic dependent launch); 075's phase-7 launch: kernel.PHASE7_GPU_META (_launches)
-GPU_ONLY = {"075": {"PF_W": True, "PF_TOK": 32, "PF_DIST": 2}, "077": {"PDL": 1}}
+# (075's PF_DIST is Config.prefetch_dist on a GPU, 0 since session 24 as on the CPU: the recording's own)
+GPU_ONLY = {"075": {"PF_W": True, "PF_TOK": 32}, "077": {"PDL": 1}}
 
 
 def _launches(task_id: str, arch: str = "sm_90a"):
@@ -458,6 +459,30 @@ def test_075_short_phase7_two_stages_build(arch):
     for launch in phase7:
         launch.kwargs.update(kernel.PHASE7_GPU_META)
     _assert_builds(build_launches(phase7, arch), arch)
+
+
+@pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
+def test_075_warm_sites_build(arch):
+    """`Config.warm_sites` (session 61; off): the persistent launch whose last programs run phases 2-6 dry at
+    the live call sites (WS; its GPU form, which the CPU path never compiles) builds within the limits for
+    #14's shape (one item, 4 prompt tokens, 4096 keys) and #1's (8 items, 5 tokens, 1024 keys)."""
+    folder = next((PROJECT_ROOT / "solutions").glob("075_*/triton_fused"))
+    kernel = load_module(folder / "kernel.py", "_build_test075_ws")
+    launches = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(TARGET_ARCH_ENV, f"sm_{arch}a")
+        cfg = dataclasses.replace(
+            kernel.DEFAULT_CONFIG, grid=1, plan_programs=kernel._target()[1], warm_sites=4
+        )
+        for b, p, t, s in ((1, 1, 4, 4096), (4, 2, 5, 1024)):
+            axes = {"batch_size": b, "point_batch_size": p, "n_query_tokens": t, "n_key_tokens": s}
+            launches += _config_launches("075", kernel, axes, [cfg])
+    persistent = [launch for launch in launches if launch.kwargs.get("PHASE") == 0]
+    assert [launch.kwargs["WS"] for launch in persistent] == [4, 4]
+    assert all(launch.kwargs.get("WS", 0) == 0 for launch in launches if launch.kwargs.get("PHASE") == 7)
+    for launch in persistent:
+        launch.kwargs.update(GPU_ONLY["075"])
+    _assert_builds(build_launches(persistent, arch), arch)
 
 
 def test_077_attention_skip_pad_off_builds_for_sm90a():

@@ -195,6 +195,35 @@ def _first_live(pid, n):
 
 
 @triton.jit
+def _live(w, n, WS: tl.constexpr):
+    """Whether item w of a phase's n is live, where `Config.warm_sites` may run the phase's code dry at its call
+    site (WS != 0; GPU: a scalar, the interpreter's test form WS < 0: a [1] mask); compile-time True otherwise."""
+    if WS == 0:
+        return True
+    elif WS > 0:
+        return w < n
+    else:
+        return _first_live(w, n)
+
+
+@triton.jit
+def _dry_end(pid, G, w0, n, nxt, WS: tl.constexpr):
+    """`Config.warm_sites`: (dry, loop end) of a phase whose items for program pid are w0, w0 + G, ... below n.
+    WS > 0 (GPU, persistent): one of the last WS programs with no item in this phase nor in the next (`nxt`) runs
+    the phase's code once with `live` False (masked memory operations, no count) at the call site that the live
+    items use, so that those instructions are in L2 when the chain reaches them; being dry, it does not wait for
+    the phase before. WS < 0 (the interpreter's test form, one program): every program runs one dry iteration
+    after its items and waits as before. WS 0: (False, n), the loop as it was."""
+    if WS == 0:
+        return False, n
+    elif WS > 0:
+        dry = (pid >= G - WS) & (w0 >= n) & nxt
+        return dry, tl.where(dry, w0 + 1, n)
+    else:
+        return False, w0 + tl.cdiv(tl.maximum(n - w0, 0), G) * G + 1
+
+
+@triton.jit
 def _prefetch_l2(ptrs):
     """Fire-and-forget L2 prefetch of the 128 B lines holding `ptrs` (GPU only: inline PTX)."""
     tl.inline_asm_elementwise(
@@ -1262,7 +1291,7 @@ def _two_way_kernel(
     F16_3: tl.constexpr = False, F16_7: tl.constexpr = False, KPJ: tl.constexpr = False, BSP: tl.constexpr = 64,
     KC0: tl.constexpr = 64, ST0: tl.constexpr = 1, W16: tl.constexpr = False, PRE6: tl.constexpr = False,
     SH2: tl.constexpr = 0, SH5: tl.constexpr = 0, SH6: tl.constexpr = 0, DST: tl.constexpr = 0,
-    PF_VEC: tl.constexpr = False, EXIT6: tl.constexpr = False,
+    PF_VEC: tl.constexpr = False, EXIT6: tl.constexpr = False, WS: tl.constexpr = 0,
 ):  # fmt: skip
     """PHASE 0: all phases, persistent, per-phase item counters in `sync` (SPLIT7: all but phase 7, which
     then runs as its own PHASE 7 launch); PHASE k in 1..9: that phase only, one work item per program (8 and
@@ -1274,7 +1303,8 @@ def _two_way_kernel(
     phase 6a): phase 6's first work item loads its weights before the phase-5 barrier. SH2 / SH5 / SH6
     (persistent, `Config.shift2` / `shift56`): phases 2, 5 and 6 start their items on program SH2 / SH5 / SH6. DST
     (`Config.diag_stores`, diagnostic): bit k - 1 set, phase k (4; 5 with pre5) stores its accumulator rows instead
-    of adding them (wrong sums)."""
+    of adding them (wrong sums). WS (persistent, `Config.warm_sites`): dry runs of phases 2-6 at their call sites
+    (`_dry_end`)."""
     if PDL:
         tl.extra.cuda.gdc_wait()
     C: tl.constexpr = 256
@@ -1430,84 +1460,98 @@ def _two_way_kernel(
             n_ch, CH, S, PF_W, PF_TOK, C, 3 if PF_LATE == 3 else 7,
         )  # fmt: skip
     w2 = _slot(pid, G, SH2)  # this program's first phase-2 item
+    dry2, e2 = _dry_end(pid, G, w2, n2, pid >= n3, WS)
     if PRE2 and (PERSIST or PHASE == 2):  # the first phase-2 item's PE rows and weights, during the barrier
         pe2, w_q2, w_k2 = _ph2_operands(w2, _first_live(w2, n2), qp_ptr, t_wq, t_wk, R, C, CP, KPJ)
-    if PERSIST:
+    if PERSIST and not dry2:
         _phase_barrier(sync, 0, n1, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 2:
-        for w in range(w2, n2, G):
+        for w in range(w2, e2, G):
+            lv = _live(w, n2, WS)
             t0 = _item_start(INSTR)
             if PRE2:
                 if w != w2:
-                    pe2, w_q2, w_k2 = _ph2_operands(w, True, qp_ptr, t_wq, t_wk, R, C, CP, KPJ)
+                    pe2, w_q2, w_k2 = _ph2_operands(w, lv, qp_ptr, t_wq, t_wk, R, C, CP, KPJ)
                 _ph2_loaded(
-                    w, True, y1acc, pe2, w_q2, w_k2, ln1w, ln1b, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
+                    w, lv, y1acc, pe2, w_q2, w_k2, ln1w, ln1b, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
                     C, TPK, P3_2, RN, CP, KPJ,
                 )  # fmt: skip
             else:
                 _ph2_ln1_t2i_fold(
-                    w, True, y1acc, qp_ptr, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
+                    w, lv, y1acc, qp_ptr, ln1w, ln1b, t_wq, t_bq, t_wk, t_bk, t_bo, y2acc, a1, c1, R, T,
                     C, TPK, KC, P3_2, RN, NC26, QS, CP, KPJ,
                 )  # fmt: skip
-            _item_done(sync, 1, times, G, NMAX, 2, w, t0, PERSIST, INSTR)
+            if lv:
+                _item_done(sync, 1, times, G, NMAX, 2, w, t0, PERSIST, INSTR)
     if PERSIST and PF_LATE == 3:  # PF_LATE 3: the MLP and i2t weights after the program's phase-2 items
         _prefetch_later(
             t_wq, t_wk, t_wv, t_wo, m_w1, m_w2, i_wq, i_wk, i_wv, i_wo, k_ptr, kp_ptr, pid, G, n3, NHALF,
             n_ch, CH, S, PF_W, PF_TOK, C, 4,
         )  # fmt: skip
-    if PERSIST:
+    dry3, e3 = _dry_end(pid, G, pid, n3, pid >= n4, WS)
+    if PERSIST and not dry3:
         _phase_barrier(sync, 1, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
         if KPJ:
             _phase_barrier(sync, 9, n0, times, pid, MAXSPIN, SPIN_NS, False)
 
     if PERSIST or PHASE == 3:
-        for w in range(pid, n3, G):
+        for w in range(pid, e3, G):
+            lv = _live(w, n3, WS)
             t0 = _item_start(INSTR)
             if KPJ:
-                _ph3_kpj_pass(w, True, kvp, a1, pm, pl, pacc, T, S, n_ch, CH, TPK, BS1, NHALF, KS1)
+                _ph3_kpj_pass(w, lv, kvp, a1, pm, pl, pacc, T, S, n_ch, CH, TPK, BS1, NHALF, KS1)
             else:
                 _ph3_t2i_pass(
-                    w, True, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
+                    w, lv, k_ptr, kp_ptr, a1, c1, pm, pl, pacc, T, S, n_ch, CH,
                     C, TPK, BS1, NHALF, PF_DIST, RN, KS1, ACC_T, F16_3,
                 )  # fmt: skip
-            _item_done(sync, 2, times, G, NMAX, 3, w, t0, PERSIST, INSTR)
-    if PERSIST:
+            if lv:
+                _item_done(sync, 2, times, G, NMAX, 3, w, t0, PERSIST, INSTR)
+    dry4, e4 = _dry_end(pid, G, pid, n4, _slot(pid, G, SH5) >= n5, WS)
+    if PERSIST and not dry4:
         _phase_barrier(sync, 2, n3, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 4:
-        for w in range(pid, n4, G):
+        for w in range(pid, e4, G):
+            lv = _live(w, n4, WS)
             t0 = _item_start(INSTR)
             _ph4_t2i_combine(
-                w, True, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
+                w, lv, pm, pl, pacc, t_wv, t_bv, t_wo, y2acc, R, T, n_ch, NSP4,
                 C, TPK, ND, NCB, P3_4, RN, NC, CS, P4SPLIT, P4GF, KPJ, ST_4,
             )  # fmt: skip
-            _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
+            if lv:
+                _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
     w5 = _slot(pid, G, SH5)  # this program's first phase-5 item
+    dry5, e5 = _dry_end(pid, G, w5, n5, (_slot(pid, G, SH6) >= n2) & ((KP6 == 1) | (pid >= n6a)), WS)
     if PRE5 and (PERSIST or PHASE == 5):  # the first phase-5 item's weights, in flight during the barrier
         w_1, w_2 = _ph5_weights(w5, _first_live(w5, n5), m_w1, m_w2, C, HB)
-    if PERSIST:
+    if PERSIST and not dry5:
         _phase_barrier(sync, 3, n4, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if PERSIST or PHASE == 5:
-        for w in range(w5, n5, G):
+        for w in range(w5, e5, G):
+            lv = _live(w, n5, WS)
             t0 = _item_start(INSTR)
             if PRE5:
                 if w != w5:
-                    w_1, w_2 = _ph5_weights(w, True, m_w1, m_w2, C, HB)
+                    w_1, w_2 = _ph5_weights(w, lv, m_w1, m_w2, C, HB)
                 _ph5_mlp_loaded(
-                    w, True, y2acc, ln2w, ln2b, w_1, m_b1, w_2, m_b2, y3acc, R, C, HB, P3_5, RN, ST_5,
+                    w, lv, y2acc, ln2w, ln2b, w_1, m_b1, w_2, m_b2, y3acc, R, C, HB, P3_5, RN, ST_5,
                 )  # fmt: skip
             else:
                 _ph5_mlp(
-                    w, True, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3_5, RN, NC, QS
+                    w, lv, y2acc, ln2w, ln2b, m_w1, m_b1, m_w2, m_b2, y3acc, R, C, HB, KC, P3_5, RN, NC, QS
                 )
-            _item_done(sync, 4, times, G, NMAX, 5, w, t0, PERSIST, INSTR)
+            if lv:
+                _item_done(sync, 4, times, G, NMAX, 5, w, t0, PERSIST, INSTR)
     w6 = _slot(pid, G, SH6)  # this program's first phase-6 item
+    # (phase 6 runs dry only without phase 6a, whose barrier it would otherwise wait for too)
+    dry6, e6 = _dry_end(pid, G, w6, n2, (KP6 == 1) & (SPLIT7 | (pid >= n_key * P7PARTS)), WS)
     if PRE6 and (PERSIST or PHASE == 6):  # the first phase-6 item's weights, in flight during the barrier
         tl.static_assert(KP6 == 1, "pre6: phase 6 computes K_h and V_h itself (no phase 6a)")
         w_k6, w_v6, w_q6, w_o6 = _ph6_operands(w6, _first_live(w6, n2), i_wk, i_wv, i_wq, i_wo, C, CP)
-    if PERSIST:
+    if PERSIST and not dry6:
         _phase_barrier(sync, 4, n5, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
     if KP6 > 1:
@@ -1522,21 +1566,23 @@ def _two_way_kernel(
             _phase_barrier(sync, 8, n6a, times, pid, MAXSPIN, SPIN_NS, False)  # (nor for 6a)
 
     if PERSIST or PHASE == 6:
-        for w in range(w6, n2, G):
+        for w in range(w6, e6, G):
+            lv = _live(w, n2, WS)
             t0 = _item_start(INSTR)
             if PRE6:
                 if w != w6:
-                    w_k6, w_v6, w_q6, w_o6 = _ph6_operands(w, True, i_wk, i_wv, i_wq, i_wo, C, CP)
+                    w_k6, w_v6, w_q6, w_o6 = _ph6_operands(w, lv, i_wk, i_wv, i_wq, i_wo, C, CP)
                 _ph6_loaded(
-                    w, True, y3acc, qp_ptr, w_k6, w_v6, w_q6, w_o6, ln3w, ln3b, out_q, i_wq, i_bq, i_bk, i_bv, i_wo,
+                    w, lv, y3acc, qp_ptr, w_k6, w_v6, w_q6, w_o6, ln3w, ln3b, out_q, i_wq, i_bq, i_bk, i_bv, i_wo,
                     a2, c2, vwb, vws, R, T, C, TPK7, P3_6, RN, CP, V3,
                 )  # fmt: skip
             else:
                 _ph6_ln3_i2t_fold(
-                    w, True, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
+                    w, lv, y3acc, qp_ptr, ln3w, ln3b, out_q, i_wq, i_bq, i_wk, i_bk, i_wv, i_bv, i_wo, a2, c2,
                     vwb, vws, kv, R, T, C, TPK7, KC, P3_6, RN, NC26, QS, CP, KP6, V3,
                 )  # fmt: skip
-            _item_done(sync, 5, times, G, NMAX, 6, w, t0, B6, INSTR)
+            if lv:
+                _item_done(sync, 5, times, G, NMAX, 6, w, t0, B6, INSTR)
     if B6:
         _phase_barrier(sync, 5, n2, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
@@ -2085,6 +2131,13 @@ class Config:
     q_terms: int = 1
     q3_phases: tuple = ()  # phases (1, 2, 4, 5, 6) whose query-side products use 3xTF32 whatever q_terms says
     warm: bool = False  # dry runs of phases 2..7 by six idle programs during phase 1 (measured slower)
+    # persistent: the last `warm_sites` programs run phases 2..6 dry (live False: masked memory operations, no
+    # count, no wait for the phase before) where they have no item in that phase nor the next, at the call sites
+    # of the live items, so that the code the query chain runs after the official flush is in L2 before the
+    # chain reaches it (ncu at #14, session 60: a third of the chain's stall samples are instruction fetch).
+    # `warm` above ran other copies of the code (every call site is inlined). GPU; in the interpreter any value
+    # but 0 runs the test form (one dry iteration after each program's items). 0: off
+    warm_sites: int = 0
     # L2-prefetch the query-side weights (persistent, GPU): the self-attention's at the start, the rest as
     # prefetch_late says
     prefetch_weights: bool = True
@@ -2797,6 +2850,10 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     )
     instr = bool(cfg.instr and gpu and cfg.mode == "persistent")
     times = torch.zeros(instr_size(plan), dtype=torch.int64, device=device) if instr else sync
+    # warm_sites: a GPU's launch or its recording on meta tensors; the interpreter's test form (-1) on the CPU
+    ws = 0
+    if cfg.mode == "persistent" and cfg.warm_sites:
+        ws = -1 if device.type == "cpu" else cfg.warm_sites
     scalars = [NI, T, S, plan.R, plan.IPB, 0.0 if skip_pe else 1.0, plan.n_ch, plan.CH, plan.NSP4, plan.P0LO]
     meta = dict(
         TPK=plan.TPK,
@@ -2849,6 +2906,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
         DST=sum(1 << (k - 1) for k in set(cfg.diag_stores)),
         PF_VEC=bool(cfg.prefetch_vectors and gpu),  # inline PTX: never in the interpreter
         EXIT6=cfg.exit6,
+        WS=ws,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
@@ -2856,7 +2914,7 @@ def launch(inputs: list, outputs: list, cfg: Config = DEFAULT_CONFIG) -> Plan:
     if cfg.mode == "persistent" and plan.P7PARTS:  # phases 1-6, then phase 7 in its own launch
         meta7 = dict(
             meta, INSTR=False, num_warps=plan.P7WARPS, P7PARTS=plan.P7PARTS, BS2=plan.P7BS, S7=plan.P7STAGES,
-            F16_7=plan.P7F16, PF_VEC=False, EXIT6=False,  # (the persistent launch's alone)
+            F16_7=plan.P7F16, PF_VEC=False, EXIT6=False, WS=0,  # (the persistent launch's alone)
         )  # fmt: skip
         if plan.P7MAXNREG:
             meta7["maxnreg"] = plan.P7MAXNREG
