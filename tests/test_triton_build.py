@@ -437,23 +437,31 @@ def test_075_vector_prefetches_build(arch):
     _assert_builds(build_launches([launch], arch), arch)
 
 
+def _075_variant_launches(arch: int, name: str, shapes, **overrides) -> tuple:
+    """(kernel module, launches) of 075's Config with `overrides`, recorded targeting sm_{arch}a and planned as
+    `run` plans the CPU path (one program, the target's SMs), for each (B, P, T, S) of `shapes`."""
+    folder = next((PROJECT_ROOT / "solutions").glob("075_*/triton_fused"))
+    kernel = load_module(folder / "kernel.py", name)
+    launches = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(TARGET_ARCH_ENV, f"sm_{arch}a")
+        cfg = dataclasses.replace(
+            kernel.DEFAULT_CONFIG, grid=1, plan_programs=kernel._target()[1], **overrides
+        )
+        for b, p, t, s in shapes:
+            axes = {"batch_size": b, "point_batch_size": p, "n_query_tokens": t, "n_key_tokens": s}
+            launches += _config_launches("075", kernel, axes, [cfg])
+    return kernel, launches
+
+
 @pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
 def test_075_short_phase7_two_stages_build(arch):
     """tune.py's `p7s2` (session 60; off): the tl phase-7 launches of one-tile key chunks, T 4 (TF32) and T 8
     (fp16, transposed scores), with a two-stage cp.async tile loop build within the limits."""
-    folder = next((PROJECT_ROOT / "solutions").glob("075_*/triton_fused"))
-    kernel = load_module(folder / "kernel.py", "_build_test075_p7s2")
-    launches = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(TARGET_ARCH_ENV, f"sm_{arch}a")
-        # planned as `run` plans the CPU path: one program, the target's SMs
-        cfg = dataclasses.replace(
-            kernel.DEFAULT_CONFIG, grid=1, plan_programs=kernel._target()[1], p7_launch=(1, 8, 0, 32, 2),
-            p7_launch_short=(1, 8, 0, 32, 2),
-        )  # fmt: skip
-        for t in (4, 8):  # #14 and #8 of the official workloads
-            axes = {"batch_size": 1, "point_batch_size": 1, "n_query_tokens": t, "n_key_tokens": 4096}
-            launches += _config_launches("075", kernel, axes, [cfg])
+    kernel, launches = _075_variant_launches(
+        arch, "_build_test075_p7s2", [(1, 1, 4, 4096), (1, 1, 8, 4096)],  # #14's and #8's shapes
+        p7_launch=(1, 8, 0, 32, 2), p7_launch_short=(1, 8, 0, 32, 2),
+    )  # fmt: skip
     phase7 = [launch for launch in launches if launch.kwargs.get("PHASE") == 7]
     assert [(launch.kwargs["S7"], launch.kwargs["F16_7"]) for launch in phase7] == [(2, False), (2, True)]
     for launch in phase7:
@@ -466,17 +474,9 @@ def test_075_warm_sites_build(arch):
     """`Config.warm_sites` (session 61; off): the persistent launch whose last programs run phases 2-6 dry at
     the live call sites (WS; its GPU form, which the CPU path never compiles) builds within the limits for
     #14's shape (one item, 4 prompt tokens, 4096 keys) and #1's (8 items, 5 tokens, 1024 keys)."""
-    folder = next((PROJECT_ROOT / "solutions").glob("075_*/triton_fused"))
-    kernel = load_module(folder / "kernel.py", "_build_test075_ws")
-    launches = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(TARGET_ARCH_ENV, f"sm_{arch}a")
-        cfg = dataclasses.replace(
-            kernel.DEFAULT_CONFIG, grid=1, plan_programs=kernel._target()[1], warm_sites=4
-        )
-        for b, p, t, s in ((1, 1, 4, 4096), (4, 2, 5, 1024)):
-            axes = {"batch_size": b, "point_batch_size": p, "n_query_tokens": t, "n_key_tokens": s}
-            launches += _config_launches("075", kernel, axes, [cfg])
+    _, launches = _075_variant_launches(
+        arch, "_build_test075_ws", [(1, 1, 4, 4096), (4, 2, 5, 1024)], warm_sites=4
+    )
     persistent = [launch for launch in launches if launch.kwargs.get("PHASE") == 0]
     assert [launch.kwargs["WS"] for launch in persistent] == [4, 4]
     assert all(launch.kwargs.get("WS", 0) == 0 for launch in launches if launch.kwargs.get("PHASE") == 7)
