@@ -1005,11 +1005,11 @@ def test_warm_sites_dry_runners(G, n, nxt_n, WS, dry):
     ],
 )
 def test_warm_sites_dry_iterations_change_nothing(task, B, P, T, S, overrides):
-    """warm_sites' test form (interpreter, one program): a dry iteration after the program's items at each of
-    phases 2-6's call sites (live False) leaves the outputs bit for bit as they are without it, counts nothing
-    (the counters end clean), and builds the same launches otherwise."""
+    """warm_sites' test form (interpreter, one program; the CPU path of the default since session 61): a dry
+    iteration after the program's items at each of phases 2-6's call sites (live False) leaves the outputs bit for
+    bit as they are without it (warm_sites 0), and the counters and accumulators end clean."""
     args = _inputs(task, B, P, T, S, False, random_norms=True)
-    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, grid=1, plan_programs=132, **overrides)
+    cfg = dataclasses.replace(kernel.DEFAULT_CONFIG, grid=1, plan_programs=132, warm_sites=0, **overrides)
     off, on = _poisoned_outputs(B, P, T, S), _poisoned_outputs(B, P, T, S)
     kernel.launch(args, off, cfg)
     plan = kernel.launch(args, on, dataclasses.replace(cfg, warm_sites=1))

@@ -470,16 +470,17 @@ def test_075_short_phase7_two_stages_build(arch):
 
 
 @pytest.mark.parametrize("arch", [90, 100], ids=["sm_90a", "sm_100a"])
-def test_075_warm_sites_build(arch):
-    """`Config.warm_sites` (session 61; off): the persistent launch whose last programs run phases 2-6 dry at
-    the live call sites (WS; its GPU form, which the CPU path never compiles) builds within the limits for
-    #14's shape (one item, 4 prompt tokens, 4096 keys) and #1's (8 items, 5 tokens, 1024 keys)."""
-    _, launches = _075_variant_launches(
-        arch, "_build_test075_ws", [(1, 1, 4, 4096), (4, 2, 5, 1024)], warm_sites=4
-    )
+def test_075_warm_sites_off_builds(arch):
+    """`Config.warm_sites` (on by default since session 61, 4: the recording's persistent launches and so the
+    other build tests carry WS 4, its GPU form): its off form (WS 0) builds within the limits too, for #14's shape
+    (one item, 4 prompt tokens, 4096 keys) and #1's (8 items, 5 tokens, 1024 keys)."""
+    shapes = [(1, 1, 4, 4096), (4, 2, 5, 1024)]
+    _, on = _075_variant_launches(arch, "_build_test075_ws", shapes)
+    _, launches = _075_variant_launches(arch, "_build_test075_ws0", shapes, warm_sites=0)
+    assert [launch.kwargs["WS"] for launch in on if launch.kwargs.get("PHASE") == 0] == [4, 4]
     persistent = [launch for launch in launches if launch.kwargs.get("PHASE") == 0]
-    assert [launch.kwargs["WS"] for launch in persistent] == [4, 4]
-    assert all(launch.kwargs.get("WS", 0) == 0 for launch in launches if launch.kwargs.get("PHASE") == 7)
+    assert [launch.kwargs["WS"] for launch in persistent] == [0, 0]
+    assert all(launch.kwargs.get("WS", 0) == 0 for launch in on + launches if launch.kwargs.get("PHASE") == 7)
     for launch in persistent:
         launch.kwargs.update(GPU_ONLY["075"])
     _assert_builds(build_launches(persistent, arch), arch)

@@ -2136,8 +2136,10 @@ class Config:
     # of the live items, so that the code the query chain runs after the official flush is in L2 before the
     # chain reaches it (ncu at #14, session 60: a third of the chain's stall samples are instruction fetch).
     # `warm` above ran other copies of the code (every call site is inlined). GPU; in the interpreter any value
-    # but 0 runs the test form (one dry iteration after each program's items). 0: off
-    warm_sites: int = 0
+    # but 0 runs the test form (one dry iteration after each program's items). 0: off. Session 61 (H100, official
+    # A/Bs, both orders): 4 was faster on all 16 workloads, geomean 87.0 -> 83.7 us (-3.8 %; 10 workloads in the
+    # other order -4.9 %), #1 -8.3 %, #6 -1.7 %; tune.py: 1, 4 and 16 within 0.5 % of each other
+    warm_sites: int = 4
     # L2-prefetch the query-side weights (persistent, GPU): the self-attention's at the start, the rest as
     # prefetch_late says
     prefetch_weights: bool = True

@@ -453,10 +453,12 @@ VARIANTS: dict[str, Config] = {
     # stage loads k, converts it through shared memory and only then issues k_pe's loads (ncu at #14).
     # sm_90a (local Triton 3.6): 192 KB of shared memory, 145 / 236 registers, no spills
     "p7s2": dataclasses.replace(BASE, p7_launch=(1, 8, 0, 32, 2), p7_launch_short=(1, 8, 0, 32, 2)),
-    # session 61: the last 1 / 4 programs run phases 2..6 dry at the live call sites where they have no item
-    # (Config.warm_sites), so that the chain's code is in L2 when it gets there (ncu: instruction fetch)
+    # session 61: the last programs run phases 2..6 dry at the live call sites where they have no item
+    # (Config.warm_sites), so that the chain's code is in L2 when it gets there (ncu: instruction fetch); 4 is
+    # the default since session 61, so ws0 is the old form
+    "ws0": dataclasses.replace(BASE, warm_sites=0),
     "ws1": dataclasses.replace(BASE, warm_sites=1),
-    "ws4": dataclasses.replace(BASE, warm_sites=4),
+    "ws16": dataclasses.replace(BASE, warm_sites=16),
 }
 DEFAULT_VARIANTS = ["base", "v3", "warm", "bs32"]
 INSTR_SUFFIX = "@instr"  # "<variant>@instr": that variant with instr=True (--instr-variants)
