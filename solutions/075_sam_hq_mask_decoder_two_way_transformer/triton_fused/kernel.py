@@ -1508,7 +1508,8 @@ def _two_way_kernel(
                 )  # fmt: skip
             if lv:
                 _item_done(sync, 2, times, G, NMAX, 3, w, t0, PERSIST, INSTR)
-    dry4, e4 = _dry_end(pid, G, pid, n4, _slot(pid, G, SH5) >= n5, WS)
+    w5 = _slot(pid, G, SH5)  # this program's first phase-5 item
+    dry4, e4 = _dry_end(pid, G, pid, n4, w5 >= n5, WS)
     if PERSIST and not dry4:
         _phase_barrier(sync, 2, n3, times, pid, MAXSPIN, SPIN_NS, INSTR)
 
@@ -1522,8 +1523,8 @@ def _two_way_kernel(
             )  # fmt: skip
             if lv:
                 _item_done(sync, 3, times, G, NMAX, 4, w, t0, PERSIST, INSTR)
-    w5 = _slot(pid, G, SH5)  # this program's first phase-5 item
-    dry5, e5 = _dry_end(pid, G, w5, n5, (_slot(pid, G, SH6) >= n2) & ((KP6 == 1) | (pid >= n6a)), WS)
+    w6 = _slot(pid, G, SH6)  # this program's first phase-6 item
+    dry5, e5 = _dry_end(pid, G, w5, n5, (w6 >= n2) & ((KP6 == 1) | (pid >= n6a)), WS)
     if PRE5 and (PERSIST or PHASE == 5):  # the first phase-5 item's weights, in flight during the barrier
         w_1, w_2 = _ph5_weights(w5, _first_live(w5, n5), m_w1, m_w2, C, HB)
     if PERSIST and not dry5:
@@ -1545,7 +1546,6 @@ def _two_way_kernel(
                 )
             if lv:
                 _item_done(sync, 4, times, G, NMAX, 5, w, t0, PERSIST, INSTR)
-    w6 = _slot(pid, G, SH6)  # this program's first phase-6 item
     # (phase 6 runs dry only without phase 6a, whose barrier it would otherwise wait for too)
     dry6, e6 = _dry_end(pid, G, w6, n2, (KP6 == 1) & (SPLIT7 | (pid >= n_key * P7PARTS)), WS)
     if PRE6 and (PERSIST or PHASE == 6):  # the first phase-6 item's weights, in flight during the barrier
